@@ -1,0 +1,68 @@
+import type { Logger } from "pino";
+import type { z } from "zod";
+
+export type OperationKind = "sync" | "async" | "product";
+
+export interface OperationContext {
+  requestId: string;
+  log: Logger;
+  now: () => Date;
+}
+
+/** What an operation answers on success; any failure is a thrown Problem. */
+export interface OperationResult<O> {
+  status?: 200 | 201 | 202;
+  body: O;
+}
+
+export interface ErrorResponseDoc {
+  status: number;
+  description: string;
+}
+
+/**
+ * One paid operation, declared once. Routes, 402 terms, /openapi.json, /catalog.json,
+ * /.well-known/x402, the agent-skills index and the Bazaar extension all derive from this.
+ */
+export interface OperationDefinition<I = unknown, O = unknown> {
+  id: string;
+  method: "GET" | "POST";
+  path: `/v1/${string}`;
+  /** Decimal US dollars as written in SPEC.md, e.g. "0.15"; the atomic amount is derived. */
+  priceUsd: string;
+  kind: OperationKind;
+  summary: string;
+  description: string;
+  tags: string[];
+  /** Where the input comes from: the JSON body (POST) or the query string (GET), or nothing (products). */
+  inputFrom: "body" | "query" | "none";
+  /** Validated before any payment; for "none" an empty strict object. */
+  input: z.ZodType<I>;
+  /** Whether a POST body may be omitted (then validated as {}). */
+  bodyOptional?: boolean;
+  maxBodyBytes?: number;
+  output: z.ZodType<O>;
+  outputContentType: "application/json" | "application/zip";
+  example: { input?: unknown; output?: unknown };
+  /** Statuses beyond 400/402/413 that this operation can answer. */
+  errorResponses: ErrorResponseDoc[];
+  /** Absent while the operation's issue has not landed: the route answers 501 and never asks for payment. */
+  handler?: (input: I, ctx: OperationContext) => Promise<OperationResult<O>>;
+}
+
+export function defineOperation<I, O>(definition: OperationDefinition<I, O>): OperationDefinition<I, O> {
+  return definition;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds operations of every input/output type.
+export type AnyOperation = OperationDefinition<any, any>;
+
+const USD_DECIMALS = 6;
+
+/** "2.00" → 2000000n, exactly (no floating point). */
+export function usdToAtomic(priceUsd: string): bigint {
+  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(priceUsd);
+  if (!match) throw new Error(`invalid USD price "${priceUsd}"`);
+  const [, whole, fraction = ""] = match;
+  return BigInt(whole as string) * 10n ** BigInt(USD_DECIMALS) + BigInt(fraction.padEnd(USD_DECIMALS, "0"));
+}

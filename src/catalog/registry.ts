@@ -1,0 +1,32 @@
+import { chainArbitrageSnapshot } from "../operations/chain-arbitrage-snapshot/index.ts";
+import { clinicalTrialsQuery } from "../operations/clinical-trials-query/index.ts";
+import { csvCleanup } from "../operations/csv-cleanup/index.ts";
+import { humanoidFmeaQuery } from "../operations/humanoid-fmea-query/index.ts";
+import { jsonDiff } from "../operations/json-diff/index.ts";
+import { openapiAudit } from "../operations/openapi-audit/index.ts";
+import { researchBrief } from "../operations/research-brief/index.ts";
+import { tenderShortlist, tenderShortlistGet } from "../operations/tender-shortlist/index.ts";
+import { unitConvert } from "../operations/unit-convert/index.ts";
+import { products } from "../products/index.ts";
+import { type AnyOperation, usdToAtomic } from "./operation.ts";
+
+/** Every paid operation of SPEC.md: the only list of paths and prices in the code base. */
+export const OPERATIONS: readonly AnyOperation[] = [
+  tenderShortlist,
+  tenderShortlistGet,
+  csvCleanup,
+  researchBrief,
+  jsonDiff,
+  openapiAudit,
+  unitConvert,
+  humanoidFmeaQuery,
+  clinicalTrialsQuery,
+  chainArbitrageSnapshot,
+  ...products,
+];
+
+export const JOB_STATUS_PATH = "/v1/jobs/{id}";
+
+export const atomicPrice = (operation: AnyOperation) => usdToAtomic(operation.priceUsd).toString();
+
+export const isImplemented = (operation: AnyOperation) => operation.handler !== undefined;

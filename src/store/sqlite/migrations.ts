@@ -1,0 +1,52 @@
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Append only: a released migration is never edited, a change is a new version. */
+export const SQLITE_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: "payments ledger",
+    sql: `
+      CREATE TABLE payments (
+        payment_key   TEXT PRIMARY KEY,
+        request_hash  TEXT NOT NULL,
+        operation_id  TEXT NOT NULL,
+        network       TEXT NOT NULL,
+        asset         TEXT NOT NULL,
+        amount        TEXT NOT NULL,
+        payer         TEXT NOT NULL,
+        pay_to        TEXT NOT NULL,
+        nonce         TEXT NOT NULL,
+        state         TEXT NOT NULL CHECK (state IN ('verified', 'settled', 'released', 'failed')),
+        tx_hash       TEXT,
+        request_id    TEXT NOT NULL,
+        error         TEXT,
+        outcome       TEXT,
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+      );
+      CREATE INDEX payments_created_at ON payments (created_at);
+      CREATE INDEX payments_operation_state ON payments (operation_id, state);
+    `,
+  },
+  {
+    version: 2,
+    name: "jobs",
+    sql: `
+      CREATE TABLE jobs (
+        id            TEXT PRIMARY KEY,
+        operation_id  TEXT NOT NULL,
+        state         TEXT NOT NULL,
+        input         TEXT NOT NULL,
+        result        TEXT,
+        error         TEXT,
+        payment_key   TEXT REFERENCES payments (payment_key),
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+      );
+    `,
+  },
+];

@@ -1,0 +1,194 @@
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import type {
+  JobRecord,
+  NewPayment,
+  PaymentCompletion,
+  PaymentCounts,
+  PaymentRecord,
+  PaymentState,
+  ReserveResult,
+  RevenueRow,
+  Store,
+} from "../store.ts";
+import { SQLITE_MIGRATIONS } from "./migrations.ts";
+
+interface PaymentRow {
+  payment_key: string;
+  request_hash: string;
+  operation_id: string;
+  network: string;
+  asset: string;
+  amount: string;
+  payer: string;
+  pay_to: string;
+  nonce: string;
+  state: PaymentState;
+  tx_hash: string | null;
+  request_id: string;
+  error: string | null;
+  outcome: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const toRecord = (row: PaymentRow): PaymentRecord => ({
+  paymentKey: row.payment_key,
+  requestHash: row.request_hash,
+  operationId: row.operation_id,
+  network: row.network,
+  asset: row.asset,
+  amount: row.amount,
+  payer: row.payer,
+  payTo: row.pay_to,
+  nonce: row.nonce,
+  state: row.state,
+  txHash: row.tx_hash,
+  requestId: row.request_id,
+  error: row.error,
+  outcome: row.outcome ? JSON.parse(row.outcome) : null,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+/** SQLite in WAL mode: the zero-set-up store for one machine. */
+export class SqliteStore implements Store {
+  readonly kind = "sqlite";
+  private readonly db: Database.Database;
+  private readonly statements;
+
+  constructor(file: string) {
+    if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma("foreign_keys = ON");
+    this.migrateSync();
+    this.statements = {
+      insertPayment: this.db.prepare(
+        `INSERT INTO payments (payment_key, request_hash, operation_id, network, asset, amount, payer, pay_to,
+           nonce, state, request_id, created_at, updated_at)
+         VALUES (@paymentKey, @requestHash, @operationId, @network, @asset, @amount, @payer, @payTo,
+           @nonce, 'verified', @requestId, @now, @now)
+         ON CONFLICT (payment_key) DO NOTHING`,
+      ),
+      getPayment: this.db.prepare("SELECT * FROM payments WHERE payment_key = ?"),
+      completePayment: this.db.prepare(
+        `UPDATE payments SET state = @state, tx_hash = @txHash, error = @error, outcome = @outcome, updated_at = @now
+         WHERE payment_key = @paymentKey AND state = 'verified'`,
+      ),
+      revenue: this.db.prepare(
+        `SELECT substr(updated_at, 1, 10) AS day, operation_id, count(*) AS payments,
+                CAST(sum(CAST(amount AS INTEGER)) AS TEXT) AS atomic_amount
+         FROM payments WHERE state = 'settled'
+         GROUP BY day, operation_id ORDER BY day, operation_id`,
+      ),
+      counts: this.db.prepare(
+        "SELECT operation_id, state, count(*) AS count FROM payments GROUP BY operation_id, state",
+      ),
+      getJob: this.db.prepare("SELECT * FROM jobs WHERE id = ?"),
+    };
+  }
+
+  private migrateSync(): void {
+    this.db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+    );
+    const applied = new Set(
+      (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
+    );
+    for (const migration of SQLITE_MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      this.db.transaction(() => {
+        this.db.exec(migration.sql);
+        this.db
+          .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
+          .run(migration.version, migration.name, new Date().toISOString());
+      })();
+    }
+  }
+
+  async migrate(): Promise<void> {
+    this.migrateSync();
+  }
+
+  async ping(): Promise<void> {
+    this.db.prepare("SELECT 1").get();
+  }
+
+  async reservePayment(payment: NewPayment): Promise<ReserveResult> {
+    const result = this.statements.insertPayment.run({ ...payment, now: new Date().toISOString() });
+    if (result.changes === 1) return { reserved: true };
+    const existing = await this.getPayment(payment.paymentKey);
+    if (!existing) throw new Error(`payment ${payment.paymentKey} vanished after a conflicting insert`);
+    return { reserved: false, existing };
+  }
+
+  async getPayment(paymentKey: string): Promise<PaymentRecord | undefined> {
+    const row = this.statements.getPayment.get(paymentKey) as PaymentRow | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  async completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean> {
+    const result = this.statements.completePayment.run({
+      paymentKey,
+      state: completion.state,
+      txHash: completion.txHash ?? null,
+      error: completion.error ?? null,
+      outcome: JSON.stringify(completion.outcome),
+      now: new Date().toISOString(),
+    });
+    return result.changes === 1;
+  }
+
+  async revenueByOperationAndDay(): Promise<RevenueRow[]> {
+    const rows = this.statements.revenue.all() as {
+      day: string;
+      operation_id: string;
+      payments: number;
+      atomic_amount: string;
+    }[];
+    return rows.map((row) => ({
+      day: row.day,
+      operationId: row.operation_id,
+      payments: row.payments,
+      atomicAmount: row.atomic_amount,
+    }));
+  }
+
+  async paymentCounts(): Promise<PaymentCounts[]> {
+    return (this.statements.counts.all() as { operation_id: string; state: PaymentState; count: number }[]).map(
+      (row) => ({ operationId: row.operation_id, state: row.state, count: row.count }),
+    );
+  }
+
+  async getJob(id: string): Promise<JobRecord | undefined> {
+    const row = this.statements.getJob.get(id) as
+      | {
+          id: string;
+          operation_id: string;
+          state: string;
+          result: string | null;
+          error: string | null;
+          created_at: string;
+          updated_at: string;
+        }
+      | undefined;
+    if (!row) return undefined;
+    return {
+      id: row.id,
+      operationId: row.operation_id,
+      state: row.state,
+      result: row.result ? JSON.parse(row.result) : null,
+      error: row.error,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The persistence boundary. Everything the service keeps (payments, their stored outcomes,
+ * jobs) goes through this async interface, so SQLite (one machine) and PostgreSQL (many
+ * instances) are interchangeable.
+ */
+
+export type PaymentState = "verified" | "settled" | "released" | "failed";
+
+/** The response a payment produced, kept so a retry of the same payment gets the same answer. */
+export interface StoredOutcome {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface NewPayment {
+  /** network:asset:payer:nonce, lower-cased: what makes a payment unique on chain. */
+  paymentKey: string;
+  /** sha256 of the operation id and the canonical validated input. */
+  requestHash: string;
+  operationId: string;
+  network: string;
+  asset: string;
+  amount: string;
+  payer: string;
+  payTo: string;
+  nonce: string;
+  requestId: string;
+}
+
+export interface PaymentRecord extends NewPayment {
+  state: PaymentState;
+  txHash: string | null;
+  error: string | null;
+  outcome: StoredOutcome | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface PaymentCompletion {
+  state: Exclude<PaymentState, "verified">;
+  txHash?: string | null;
+  error?: string | null;
+  outcome: StoredOutcome;
+}
+
+export interface RevenueRow {
+  day: string;
+  operationId: string;
+  payments: number;
+  /** Sum of settled atomic amounts, as a decimal string. */
+  atomicAmount: string;
+}
+
+export interface PaymentCounts {
+  operationId: string;
+  state: PaymentState;
+  count: number;
+}
+
+export interface JobRecord {
+  id: string;
+  operationId: string;
+  state: string;
+  result: unknown;
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type ReserveResult = { reserved: true } | { reserved: false; existing: PaymentRecord };
+
+export interface Store {
+  readonly kind: "sqlite" | "postgres";
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  /** Inserts the payment in state "verified" unless its key exists; never overwrites. */
+  reservePayment(payment: NewPayment): Promise<ReserveResult>;
+  getPayment(paymentKey: string): Promise<PaymentRecord | undefined>;
+  /** Moves a "verified" payment to its final state with the outcome; false if it was not "verified". */
+  completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean>;
+  revenueByOperationAndDay(): Promise<RevenueRow[]>;
+  paymentCounts(): Promise<PaymentCounts[]>;
+  getJob(id: string): Promise<JobRecord | undefined>;
+  close(): Promise<void>;
+}
