@@ -17,16 +17,18 @@ const EnvSchema = z.object({
   HOST: optional(z.string()).default("127.0.0.1"),
   BASE_URL: optional(httpUrl),
   PAYMENT_MODE: optional(z.enum(["local", "facilitator", "self"])),
-  X402_NETWORK: optional(z.string().regex(/^eip155:\d+$/, "must be a CAIP-2 eip155 chain id")).default(BASE_NETWORK),
+  X402_NETWORK: optional(z.string().regex(/^eip155:\d+$/, "must be a CAIP-2 eip155 chain id")).default(
+    BASE_NETWORK,
+  ),
   X402_ASSET: optional(address).default(BASE_USDC_ADDRESS),
   X402_ASSET_NAME: optional(z.string().min(1)).default("USD Coin"),
   X402_ASSET_VERSION: optional(z.string().min(1)).default("2"),
   X402_PAY_TO: optional(address),
   X402_MAX_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(10).max(3600)).default(120),
   X402_FACILITATOR_URL: optional(httpUrl),
-  X402_FACILITATOR_AUTH_HEADER: optional(z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name")).default(
-    "Authorization",
-  ),
+  X402_FACILITATOR_AUTH_HEADER: optional(
+    z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"),
+  ).default("Authorization"),
   X402_FACILITATOR_AUTH_VALUE: optional(z.string()),
   X402_FACILITATOR_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(15_000),
   X402_SETTLER_PRIVATE_KEY: optional(privateKey),
@@ -85,13 +87,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const problems: string[] = [];
   const mode: PaymentMode =
-    e.PAYMENT_MODE ?? (e.X402_FACILITATOR_URL ? "facilitator" : e.X402_SETTLER_PRIVATE_KEY ? "self" : "local");
+    e.PAYMENT_MODE ??
+    (e.X402_FACILITATOR_URL ? "facilitator" : e.X402_SETTLER_PRIVATE_KEY ? "self" : "local");
 
   if (mode === "facilitator" && !e.X402_FACILITATOR_URL) {
     problems.push("X402_FACILITATOR_URL: required when PAYMENT_MODE=facilitator");
   }
   if (mode === "self") {
-    if (!e.X402_SETTLER_PRIVATE_KEY) problems.push("X402_SETTLER_PRIVATE_KEY: required when PAYMENT_MODE=self");
+    if (!e.X402_SETTLER_PRIVATE_KEY)
+      problems.push("X402_SETTLER_PRIVATE_KEY: required when PAYMENT_MODE=self");
     if (!e.RPC_URL) problems.push("RPC_URL: required when PAYMENT_MODE=self");
   }
   if (mode !== "local" && !e.X402_PAY_TO) {
@@ -102,7 +106,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`X402_NETWORK: local mode runs a Base (${BASE_NETWORK}) test chain; got ${e.X402_NETWORK}`);
   }
   if (e.DATABASE_URL && !e.DATABASE_URL.startsWith("sqlite:")) {
-    problems.push("DATABASE_URL: only sqlite:<path> is supported by this build (PostgreSQL support is not built yet)");
+    problems.push(
+      "DATABASE_URL: only sqlite:<path> is supported by this build (PostgreSQL support is not built yet)",
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -110,7 +116,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const sqlitePath = e.DATABASE_URL
     ? path.resolve(e.DATABASE_URL.slice("sqlite:".length))
     : path.join(dataDir, "utility402.sqlite");
-  const baseUrl = (e.BASE_URL ?? `http://${e.HOST === "0.0.0.0" ? "localhost" : e.HOST}:${e.PORT}`).replace(/\/+$/, "");
+  const baseUrl = (e.BASE_URL ?? `http://${e.HOST === "0.0.0.0" ? "localhost" : e.HOST}:${e.PORT}`).replace(
+    /\/+$/,
+    "",
+  );
   return {
     port: e.PORT,
     host: e.HOST,

@@ -32,7 +32,11 @@ export class Problem extends Error {
     readonly slug: string,
     readonly title: string,
     readonly detail: string,
-    options: { errors?: FieldError[]; headers?: Record<string, string>; extensions?: Record<string, unknown> } = {},
+    options: {
+      errors?: FieldError[];
+      headers?: Record<string, string>;
+      extensions?: Record<string, unknown>;
+    } = {},
   ) {
     super(detail);
     this.headers = options.headers ?? {};
@@ -75,10 +79,16 @@ export function zodIssuesToFieldErrors(issues: z.core.$ZodIssue[]): FieldError[]
       for (const key of issue.keys) {
         errors.push({ pointer: toPointer([...issue.path, key]), message: "unknown property (not allowed)" });
       }
-    } else if (issue.code === "invalid_union" && issue.errors.length > 0) {
-      // Report the branch that got furthest rather than a bare "invalid input".
+    } else if (issue.code === "invalid_union" && issue.errors.some((branch) => deepest(branch) > 0)) {
+      // A branch that got past the top level explains the failure better than "no branch matched";
+      // its issue paths are relative to the union.
       const best = issue.errors.reduce((a, b) => (deepest(b) > deepest(a) ? b : a));
-      errors.push(...zodIssuesToFieldErrors(best));
+      errors.push(
+        ...zodIssuesToFieldErrors(best).map((error) => ({
+          ...error,
+          pointer: toPointer(issue.path) + error.pointer,
+        })),
+      );
     } else {
       errors.push({ pointer: toPointer(issue.path), message: issue.message });
     }

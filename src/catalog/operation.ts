@@ -33,7 +33,7 @@ export interface OperationDefinition<I = unknown, O = unknown> {
   kind: OperationKind;
   summary: string;
   description: string;
-  tags: string[];
+  tags: readonly string[];
   /** Where the input comes from: the JSON body (POST) or the query string (GET), or nothing (products). */
   inputFrom: "body" | "query" | "none";
   /** Validated before any payment; for "none" an empty strict object. */
@@ -45,7 +45,7 @@ export interface OperationDefinition<I = unknown, O = unknown> {
   outputContentType: "application/json" | "application/zip";
   example: { input?: unknown; output?: unknown };
   /** Statuses beyond 400/402/413 that this operation can answer. */
-  errorResponses: ErrorResponseDoc[];
+  errorResponses: readonly ErrorResponseDoc[];
   /** Absent while the operation's issue has not landed: the route answers 501 and never asks for payment. */
   handler?: (input: I, ctx: OperationContext) => Promise<OperationResult<O>>;
 }

@@ -12,7 +12,8 @@ export interface DevAccounts {
   clients: HDAccount[];
 }
 
-export const devAccount = (index: number): HDAccount => mnemonicToAccount(ANVIL_DEV_MNEMONIC, { addressIndex: index });
+export const devAccount = (index: number): HDAccount =>
+  mnemonicToAccount(ANVIL_DEV_MNEMONIC, { addressIndex: index });
 
 /** The private key of a dev account, for clients that want a raw key (demo, tests). */
 export const devPrivateKey = (index: number): `0x${string}` => {

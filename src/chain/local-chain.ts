@@ -5,10 +5,10 @@ import path from "node:path";
 import type { Logger } from "pino";
 import {
   type Address,
-  type Hex,
   createPublicClient,
   createTestClient,
   createWalletClient,
+  type Hex,
   http,
   maxUint256,
   parseAbi,
@@ -48,7 +48,9 @@ function anvilBinary(): string {
   try {
     return path.join(path.dirname(require.resolve(`${pkg}/package.json`)), "bin", "anvil");
   } catch {
-    throw new Error(`anvil is not installed for ${process.platform}/${process.arch} (expected npm package ${pkg})`);
+    throw new Error(
+      `anvil is not installed for ${process.platform}/${process.arch} (expected npm package ${pkg})`,
+    );
   }
 }
 
@@ -75,10 +77,22 @@ function link(bytecode: Hex, references: { start: number; length: number }[], ad
  * #2–#9 funded with test USDC. With a state file, the chain (and so the ledger's transactions)
  * survives restarts.
  */
-export async function startLocalChain(options: { port: number; statePath?: string; log: Logger }): Promise<LocalChain> {
+export async function startLocalChain(options: {
+  port: number;
+  statePath?: string;
+  log: Logger;
+}): Promise<LocalChain> {
   const { port, statePath, log } = options;
   const rpcUrl = `http://127.0.0.1:${port}`;
-  const args = ["--port", String(port), "--host", "127.0.0.1", "--chain-id", String(LOCAL_CHAIN_ID), "--silent"];
+  const args = [
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--chain-id",
+    String(LOCAL_CHAIN_ID),
+    "--silent",
+  ];
   if (statePath) {
     fs.mkdirSync(path.dirname(statePath), { recursive: true });
     args.push("--state", statePath, "--state-interval", "5");
@@ -103,7 +117,8 @@ export async function startLocalChain(options: { port: number; statePath?: strin
     const accounts = devAccounts();
     await bootstrap(rpcUrl, accounts, log);
     child.on("exit", (code, signal) => {
-      if (code !== 0 && signal !== "SIGTERM") log.error({ code, signal, stderr }, "local chain (anvil) exited");
+      if (code !== 0 && signal !== "SIGTERM")
+        log.error({ code, signal, stderr }, "local chain (anvil) exited");
     });
     return { rpcUrl, accounts, stop };
   } catch (error) {
@@ -129,7 +144,10 @@ async function waitForRpc(rpcUrl: string, child: ChildProcess, stderr: () => str
       });
       const { result } = (await response.json()) as { result?: string };
       if (result && Number(result) === LOCAL_CHAIN_ID) return;
-      if (result) throw new Error(`a chain with id ${Number(result)} already answers at ${rpcUrl}; set LOCAL_CHAIN_PORT`);
+      if (result)
+        throw new Error(
+          `a chain with id ${Number(result)} already answers at ${rpcUrl}; set LOCAL_CHAIN_PORT`,
+        );
     } catch (error) {
       if (error instanceof Error && error.message.includes("already answers")) throw error;
     }
@@ -163,7 +181,9 @@ async function bootstrap(rpcUrl: string, accounts: DevAccounts, log: Logger): Pr
     bytecode: link(checker.deployedBytecode, [{ start: 1, length: 20 }], checkerAddress),
   });
   const token = artifact("v2/FiatTokenV2_2.sol/FiatTokenV2_2.json");
-  const references = Object.values(token.deployedLinkReferences).flatMap((byName) => Object.values(byName).flat());
+  const references = Object.values(token.deployedLinkReferences).flatMap((byName) =>
+    Object.values(byName).flat(),
+  );
   await testClient.setCode({
     address: BASE_USDC_ADDRESS,
     bytecode: link(token.deployedBytecode, references, checkerAddress),

@@ -1,8 +1,8 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 import { defineOperation } from "../catalog/operation.ts";
 
 const NoInput = z.strictObject({});
-const ZipArchive = z.string().openapi({ format: "binary", description: "A ZIP archive." });
+const ZipArchive = z.string().meta({ format: "binary", description: "A ZIP archive." });
 
 interface ProductSpec {
   slug: string;
@@ -17,13 +17,15 @@ const PRODUCTS: ProductSpec[] = [
     slug: "csv-json-quality-toolkit",
     priceUsd: "9.00",
     title: "CSV/JSON quality toolkit",
-    description: "Local scripts, checks, runbooks, schemas, acceptance gates and templates for CSV/JSON data quality.",
+    description:
+      "Local scripts, checks, runbooks, schemas, acceptance gates and templates for CSV/JSON data quality.",
   },
   {
     slug: "agent-safe-paid-work-kit",
     priceUsd: "15.00",
     title: "Agent-safe paid work kit",
-    description: "Scripts, checks, runbooks, schemas, acceptance gates and templates for agents doing paid work safely.",
+    description:
+      "Scripts, checks, runbooks, schemas, acceptance gates and templates for agents doing paid work safely.",
   },
   {
     slug: "automation-data-toolkit-bundle",
@@ -41,7 +43,8 @@ const PRODUCTS: ProductSpec[] = [
     slug: "clinical-trials-outcomes-post-2020",
     priceUsd: "99.00",
     title: "Clinical trials outcomes snapshot (post-2020)",
-    description: "A validated outcomes snapshot of trial-level results for studies started on or after 2020-01-01.",
+    description:
+      "A validated outcomes snapshot of trial-level results for studies started on or after 2020-01-01.",
   },
 ];
 

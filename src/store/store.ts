@@ -16,6 +16,8 @@ export interface StoredOutcome {
 export interface NewPayment {
   /** network:asset:payer:nonce, lower-cased: what makes a payment unique on chain. */
   paymentKey: string;
+  /** sha256 of the canonical signed payload: tells an exact replay from a forged reuse of the nonce. */
+  payloadHash: string;
   /** sha256 of the operation id and the canonical validated input. */
   requestHash: string;
   operationId: string;

@@ -1,6 +1,11 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
-export const VENUES = ["uniswap-v3:500", "uniswap-v3:3000", "aerodrome:volatile", "aerodrome-slipstream:100"] as const;
+export const VENUES = [
+  "uniswap-v3:500",
+  "uniswap-v3:3000",
+  "aerodrome:volatile",
+  "aerodrome-slipstream:100",
+] as const;
 
 export const ChainArbitrageSnapshotRequest = z
   .strictObject({
@@ -11,8 +16,8 @@ export const ChainArbitrageSnapshotRequest = z
       .default(["uniswap-v3:500", "aerodrome:volatile"]),
     blockNumber: z.int().min(0).optional(),
   })
-  .openapi("ChainArbitrageSnapshotRequest");
+  .meta({ id: "ChainArbitrageSnapshotRequest" });
 
 export const ChainArbitrageSnapshotResponse = z
   .looseObject({ blockNumber: z.int().min(0) })
-  .openapi("ChainArbitrageSnapshotResponse");
+  .meta({ id: "ChainArbitrageSnapshotResponse" });

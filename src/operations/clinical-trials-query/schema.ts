@@ -1,11 +1,14 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 const isoDate = z.iso.date({ error: "must be a date in YYYY-MM-DD form" });
 
 export const ClinicalTrialsQueryRequest = z
   .strictObject({
     query: z.string().min(1).max(200).optional(),
-    nctId: z.string().regex(/^NCT\d{8}$/, "must be an NCT number such as NCT01234567").optional(),
+    nctId: z
+      .string()
+      .regex(/^NCT\d{8}$/, "must be an NCT number such as NCT01234567")
+      .optional(),
     condition: z.string().min(1).max(200).optional(),
     intervention: z.string().min(1).max(200).optional(),
     phase: z.string().min(1).max(32).optional(),
@@ -16,7 +19,7 @@ export const ClinicalTrialsQueryRequest = z
     limit: z.int().min(1).max(50).default(10),
     cursor: z.string().min(1).max(512).optional(),
   })
-  .openapi("ClinicalTrialsQueryRequest");
+  .meta({ id: "ClinicalTrialsQueryRequest" });
 
 export const ClinicalTrialsQueryResponse = z
   .strictObject({
@@ -26,4 +29,4 @@ export const ClinicalTrialsQueryResponse = z
     nextCursor: z.string().nullable(),
     dataset: z.looseObject({ studies: z.int().min(0) }),
   })
-  .openapi("ClinicalTrialsQueryResponse");
+  .meta({ id: "ClinicalTrialsQueryResponse" });

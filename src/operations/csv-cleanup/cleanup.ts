@@ -65,7 +65,8 @@ function unionOfColumns(rows: readonly Row[]): string[] {
   return [...seen];
 }
 
-const isBlank = (row: Row) => Object.values(row).every((v) => v === null || (typeof v === "string" && v.trim() === ""));
+const isBlank = (row: Row) =>
+  Object.values(row).every((v) => v === null || (typeof v === "string" && v.trim() === ""));
 
 /**
  * Key values keep their JSON type (the number 1 and the string "1" differ). Strings are

@@ -1,28 +1,26 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
-export const CellValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+export const CellValue = z.union([z.string(), z.number(), z.boolean(), z.null()], {
+  error: "a cell must be a string, number, boolean or null (objects and arrays are not allowed)",
+});
 
 export const CleanupRow = z
-  .record(z.string(), CellValue, {
-    error: (issue) =>
-      issue.code === "invalid_type" && issue.expected !== "record"
-        ? "a cell must be a string, number, boolean or null (objects and arrays are not allowed)"
-        : undefined,
-  })
-  .openapi("CleanupRow", {
+  .record(z.string(), CellValue, { error: "a row must be an object of cells" })
+  .meta({
+    id: "CleanupRow",
     description: "One row: property values are each a string, number, boolean or null.",
     example: { id: "A-1", name: " Ada Lovelace ", email: "ADA@example.org" },
   });
 
 export const CsvCleanupRequest = z
   .strictObject({
-    rows: z.array(CleanupRow).min(1).max(500).openapi({ description: "1 to 500 rows." }),
+    rows: z.array(CleanupRow).min(1).max(500).meta({ description: "1 to 500 rows." }),
     keyColumns: z
       .array(z.string())
       .min(1)
       .max(25)
       .optional()
-      .openapi({ description: "Columns that identify a row for deduplication; the whole row when absent." }),
+      .meta({ description: "Columns that identify a row for deduplication; the whole row when absent." }),
     trimStrings: z.boolean().default(true),
     caseInsensitiveKeys: z.boolean().default(true),
     dropBlankRows: z.boolean().default(true),
@@ -40,17 +38,19 @@ export const CsvCleanupRequest = z
       }
     });
   })
-  .openapi("CsvCleanupRequest");
+  .meta({ id: "CsvCleanupRequest" });
 
 export type CsvCleanupInput = z.output<typeof CsvCleanupRequest>;
 
 export const CsvCleanupResponse = z
   .strictObject({
-    rows: z.array(CleanupRow).openapi({ description: "Cleaned rows in input order, every row with every column." }),
-    columns: z.array(z.string()).openapi({ description: "Union of the input keys, in first-seen order." }),
+    rows: z
+      .array(CleanupRow)
+      .meta({ description: "Cleaned rows in input order, every row with every column." }),
+    columns: z.array(z.string()).meta({ description: "Union of the input keys, in first-seen order." }),
     keyColumns: z
       .array(z.string())
-      .openapi({ description: "The columns deduplication compared (all columns when none were given)." }),
+      .meta({ description: "The columns deduplication compared (all columns when none were given)." }),
     stats: z.strictObject({
       inputRows: z.int().min(0),
       outputRows: z.int().min(0),
@@ -60,8 +60,8 @@ export const CsvCleanupResponse = z
     }),
     duplicates: z
       .array(z.strictObject({ index: z.int().min(0), duplicateOf: z.int().min(0) }))
-      .openapi({ description: "Dropped rows: input index of the duplicate and of the kept first occurrence." }),
+      .meta({ description: "Dropped rows: input index of the duplicate and of the kept first occurrence." }),
   })
-  .openapi("CsvCleanupResponse");
+  .meta({ id: "CsvCleanupResponse" });
 
 export type CsvCleanupOutput = z.output<typeof CsvCleanupResponse>;

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 export const HumanoidFmeaQueryRequest = z
   .strictObject({
@@ -12,7 +12,7 @@ export const HumanoidFmeaQueryRequest = z
     limit: z.int().min(1).max(96).default(20),
     offset: z.int().min(0).max(95).default(0),
   })
-  .openapi("HumanoidFmeaQueryRequest");
+  .meta({ id: "HumanoidFmeaQueryRequest" });
 
 export const HumanoidFmeaQueryResponse = z
   .strictObject({
@@ -24,4 +24,4 @@ export const HumanoidFmeaQueryResponse = z
       actionPriority: z.record(z.string(), z.int()),
     }),
   })
-  .openapi("HumanoidFmeaQueryResponse");
+  .meta({ id: "HumanoidFmeaQueryResponse" });

@@ -1,6 +1,7 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
-const JsonValue = z.json().openapi({ description: "Any JSON value." });
+// The body is parsed JSON, so any value here is already JSON; z.json() would be recursive for the OpenAPI generator.
+const JsonValue = z.unknown().meta({ description: "Any JSON value." });
 
 export const JsonDiffRequest = z
   .strictObject({
@@ -14,7 +15,7 @@ export const JsonDiffRequest = z
     path: ["arrayKey"],
     message: 'required when arrayMode is "key"',
   })
-  .openapi("JsonDiffRequest");
+  .meta({ id: "JsonDiffRequest" });
 
 const PatchOperation = z.strictObject({
   op: z.enum(["add", "remove", "replace"]),
@@ -33,4 +34,4 @@ export const JsonDiffResponse = z
     stats: z.record(z.string(), z.int()),
     truncated: z.boolean(),
   })
-  .openapi("JsonDiffResponse");
+  .meta({ id: "JsonDiffResponse" });

@@ -16,6 +16,8 @@ export const openapiAudit = defineOperation({
   input: OpenApiAuditRequest,
   output: OpenApiAuditResponse,
   outputContentType: "application/json",
-  example: { input: { contract: { openapi: "3.1.0", info: { title: "Demo", version: "1.0.0" }, paths: {} } } },
+  example: {
+    input: { contract: { openapi: "3.1.0", info: { title: "Demo", version: "1.0.0" }, paths: {} } },
+  },
   errorResponses: [],
 });

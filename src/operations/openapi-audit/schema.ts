@@ -1,14 +1,14 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 export const OpenApiAuditRequest = z
   .strictObject({
     contract: z
       .union([z.record(z.string(), z.unknown()), z.string().min(1)])
-      .openapi({ description: "An OpenAPI 3.0 or 3.1 document, as an object or as JSON/YAML text." }),
+      .meta({ description: "An OpenAPI 3.0 or 3.1 document, as an object or as JSON/YAML text." }),
     maxFindings: z.int().min(1).max(500).default(100),
     ruleset: z.enum(["recommended", "strict"]).default("recommended"),
   })
-  .openapi("OpenApiAuditRequest");
+  .meta({ id: "OpenApiAuditRequest" });
 
 export const OpenApiAuditResponse = z
   .strictObject({
@@ -26,4 +26,4 @@ export const OpenApiAuditResponse = z
     ),
     truncated: z.boolean(),
   })
-  .openapi("OpenApiAuditResponse");
+  .meta({ id: "OpenApiAuditResponse" });

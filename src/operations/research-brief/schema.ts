@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 export const ResearchBriefRequest = z
   .strictObject({
@@ -7,12 +7,12 @@ export const ResearchBriefRequest = z
     requiredSources: z.int().min(2).max(10).default(3),
     maxWords: z.int().min(200).max(1500).default(800),
   })
-  .openapi("ResearchBriefRequest");
+  .meta({ id: "ResearchBriefRequest" });
 
 export const ResearchJobAccepted = z
   .strictObject({
     jobId: z.uuid(),
     status: z.literal("queued"),
-    statusUrl: z.url().openapi({ description: "Poll this URL (GET, free) for the job state and result." }),
+    statusUrl: z.url().meta({ description: "Poll this URL (GET, free) for the job state and result." }),
   })
-  .openapi("ResearchJobAccepted");
+  .meta({ id: "ResearchJobAccepted" });

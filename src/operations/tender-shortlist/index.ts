@@ -18,7 +18,9 @@ const common = {
       stats: { pages: 1, scanned: 0, dropped: 0, duplicates: 0 },
     },
   },
-  errorResponses: [{ status: 502, description: "The official notice upstream (TED) is unavailable; nothing is charged." }],
+  errorResponses: [
+    { status: 502, description: "The official notice upstream (TED) is unavailable; nothing is charged." },
+  ],
 } as const;
 
 export const tenderShortlist = defineOperation({

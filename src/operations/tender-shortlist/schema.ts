@@ -1,17 +1,22 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 const isoDate = z.iso.date({ error: "must be a date in YYYY-MM-DD form" });
 
 export const TenderShortlistRequest = z
   .strictObject({
-    query: z.string().min(1).max(100).optional().openapi({ description: "Free-text search terms.", example: "robotics" }),
+    query: z
+      .string()
+      .min(1)
+      .max(100)
+      .optional()
+      .meta({ description: "Free-text search terms.", example: "robotics" }),
     keywords: z.array(z.string().min(1).max(100)).max(10).optional(),
     countries: z
       .array(z.string().regex(/^[A-Z]{3}$/, "must be an ISO 3166-1 alpha-3 code such as DEU"))
       .max(30)
       .optional()
-      .openapi({ description: "Buyer countries, ISO 3166-1 alpha-3.", example: ["DEU", "FRA"] }),
-    cpvCodes: z.array(z.string()).max(20).optional().openapi({ description: "CPV codes or prefixes." }),
+      .meta({ description: "Buyer countries, ISO 3166-1 alpha-3.", example: ["DEU", "FRA"] }),
+    cpvCodes: z.array(z.string()).max(20).optional().meta({ description: "CPV codes or prefixes." }),
     publishedAfter: isoDate.optional(),
     publishedBefore: isoDate.optional(),
     deadlineAfter: isoDate.optional(),
@@ -20,7 +25,7 @@ export const TenderShortlistRequest = z
     maxResults: z.int().min(1).max(30).default(10),
     rankingMode: z.enum(["bestFit", "deadlineSoonest", "highestValue"]).default("bestFit"),
   })
-  .openapi("TenderShortlistRequest");
+  .meta({ id: "TenderShortlistRequest" });
 
 export const TenderNotice = z
   .looseObject({
@@ -36,7 +41,7 @@ export const TenderNotice = z
     risks: z.array(z.string()),
     sourceUrl: z.url(),
   })
-  .openapi("TenderNotice");
+  .meta({ id: "TenderNotice" });
 
 export const TenderShortlistResponse = z
   .strictObject({
@@ -51,4 +56,4 @@ export const TenderShortlistResponse = z
       duplicates: z.int().min(0),
     }),
   })
-  .openapi("TenderShortlistResponse");
+  .meta({ id: "TenderShortlistResponse" });

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 const Conversion = z.strictObject({
   value: z.number().refine(Number.isFinite, "must be a finite number"),
@@ -8,7 +8,10 @@ const Conversion = z.strictObject({
 
 export const UnitConvertRequest = z
   .union([Conversion, z.strictObject({ conversions: z.array(Conversion).min(1).max(100) })])
-  .openapi("UnitConvertRequest", { description: "One conversion, or a batch of up to 100 under `conversions`." });
+  .meta({
+    id: "UnitConvertRequest",
+    description: "One conversion, or a batch of up to 100 under `conversions`.",
+  });
 
 const ConversionResult = z.strictObject({
   value: z.number(),
@@ -22,4 +25,4 @@ const ConversionResult = z.strictObject({
 
 export const UnitConvertResponse = z
   .union([ConversionResult, z.strictObject({ results: z.array(ConversionResult) })])
-  .openapi("UnitConvertResponse");
+  .meta({ id: "UnitConvertResponse" });

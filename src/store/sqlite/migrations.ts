@@ -12,6 +12,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
     sql: `
       CREATE TABLE payments (
         payment_key   TEXT PRIMARY KEY,
+        payload_hash  TEXT NOT NULL,
         request_hash  TEXT NOT NULL,
         operation_id  TEXT NOT NULL,
         network       TEXT NOT NULL,

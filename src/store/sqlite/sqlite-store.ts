@@ -16,6 +16,7 @@ import { SQLITE_MIGRATIONS } from "./migrations.ts";
 
 interface PaymentRow {
   payment_key: string;
+  payload_hash: string;
   request_hash: string;
   operation_id: string;
   network: string;
@@ -35,6 +36,7 @@ interface PaymentRow {
 
 const toRecord = (row: PaymentRow): PaymentRecord => ({
   paymentKey: row.payment_key,
+  payloadHash: row.payload_hash,
   requestHash: row.request_hash,
   operationId: row.operation_id,
   network: row.network,
@@ -68,9 +70,9 @@ export class SqliteStore implements Store {
     this.migrateSync();
     this.statements = {
       insertPayment: this.db.prepare(
-        `INSERT INTO payments (payment_key, request_hash, operation_id, network, asset, amount, payer, pay_to,
+        `INSERT INTO payments (payment_key, payload_hash, request_hash, operation_id, network, asset, amount, payer, pay_to,
            nonce, state, request_id, created_at, updated_at)
-         VALUES (@paymentKey, @requestHash, @operationId, @network, @asset, @amount, @payer, @payTo,
+         VALUES (@paymentKey, @payloadHash, @requestHash, @operationId, @network, @asset, @amount, @payer, @payTo,
            @nonce, 'verified', @requestId, @now, @now)
          ON CONFLICT (payment_key) DO NOTHING`,
       ),
@@ -97,7 +99,9 @@ export class SqliteStore implements Store {
       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
     );
     const applied = new Set(
-      (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
+      (this.db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map(
+        (r) => r.version,
+      ),
     );
     for (const migration of SQLITE_MIGRATIONS) {
       if (applied.has(migration.version)) continue;
@@ -159,9 +163,9 @@ export class SqliteStore implements Store {
   }
 
   async paymentCounts(): Promise<PaymentCounts[]> {
-    return (this.statements.counts.all() as { operation_id: string; state: PaymentState; count: number }[]).map(
-      (row) => ({ operationId: row.operation_id, state: row.state, count: row.count }),
-    );
+    return (
+      this.statements.counts.all() as { operation_id: string; state: PaymentState; count: number }[]
+    ).map((row) => ({ operationId: row.operation_id, state: row.state, count: row.count }));
   }
 
   async getJob(id: string): Promise<JobRecord | undefined> {

@@ -1,0 +1,63 @@
+/**
+ * Pays one call of every available operation of a running utility402 (local mode by default),
+ * the way an agent would: read /catalog.json, call, get 402, pay with @x402/fetch, print the receipt.
+ *
+ *   npm start            # in one terminal
+ *   npm run demo         # in another; DEMO_BASE_URL and DEMO_PRIVATE_KEY override the defaults
+ */
+
+import { devPrivateKey } from "../src/chain/dev-accounts.ts";
+import { createPayingFetch, paymentReceipt } from "../src/client/paying-fetch.ts";
+
+interface CatalogEntry {
+  id: string;
+  method: string;
+  url: string;
+  available: boolean;
+  price: { usd: string };
+  input: { in: "body" | "query" } | null;
+  example: { input?: Record<string, unknown> };
+}
+
+const baseUrl = (process.env.DEMO_BASE_URL ?? "http://127.0.0.1:8402").replace(/\/+$/, "");
+const privateKey = (process.env.DEMO_PRIVATE_KEY ?? devPrivateKey(2)) as `0x${string}`;
+const payingFetch = createPayingFetch(privateKey);
+
+const catalogResponse = await fetch(`${baseUrl}/catalog.json`).catch((error: Error) => {
+  console.error(`cannot reach ${baseUrl} (${error.message}); start the service with npm start first`);
+  process.exit(1);
+});
+const catalog = (await catalogResponse.json()) as {
+  operations: CatalogEntry[];
+  products: CatalogEntry[];
+  payment: { testChain: boolean };
+};
+if (!catalog.payment.testChain && !process.env.DEMO_PRIVATE_KEY) {
+  console.error("this service settles on a real chain; set DEMO_PRIVATE_KEY deliberately to pay it");
+  process.exit(1);
+}
+
+let failures = 0;
+for (const entry of [...catalog.operations, ...catalog.products]) {
+  if (!entry.available) {
+    console.log(`${entry.id.padEnd(40)} not available yet (501, never charged)`);
+    continue;
+  }
+  const input = entry.example.input ?? {};
+  const url =
+    entry.input?.in === "query"
+      ? `${entry.url}?${new URLSearchParams(input as Record<string, string>)}`
+      : entry.url;
+  const init: RequestInit =
+    entry.method === "POST"
+      ? { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(input) }
+      : { method: entry.method };
+  const response = await payingFetch(url, init);
+  const receipt = paymentReceipt(response);
+  await response.arrayBuffer();
+  if (!response.ok) failures++;
+  console.log(
+    `${entry.id.padEnd(40)} ${response.status}  USD ${entry.price.usd.padStart(6)}  tx ${receipt?.transaction ?? "(none)"}`,
+  );
+}
+process.exitCode = failures > 0 ? 1 : 0;

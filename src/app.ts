@@ -1,0 +1,194 @@
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { cors } from "hono/cors";
+import type { AgentSkills } from "./catalog/agent-skills.ts";
+import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
+import { JobIdParam } from "./catalog/jobs-schema.ts";
+import type { AnyOperation } from "./catalog/operation.ts";
+import { readOperationInput } from "./http/read-input.ts";
+import { type RequestVariables, requestContext } from "./http/request-context.ts";
+import type { Metrics } from "./metrics.ts";
+import {
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  PaymentGate,
+} from "./payments/paid-call.ts";
+import type { PaymentTerms } from "./payments/terms.ts";
+import { invalidRequest, Problem } from "./problem.ts";
+import type { Store, StoredOutcome } from "./store/store.ts";
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, string>;
+}
+
+export interface Documents {
+  openapi: unknown;
+  catalog: unknown;
+  x402: unknown;
+  agentSkills: AgentSkills;
+}
+
+export interface AppServices {
+  operations: readonly AnyOperation[];
+  termsById: ReadonlyMap<string, PaymentTerms>;
+  documents: Documents;
+  gate: PaymentGate;
+  store: Store;
+  metrics: Metrics;
+  log: import("pino").Logger;
+  readiness: () => Promise<Readiness>;
+  isShuttingDown: () => boolean;
+  now?: () => Date;
+}
+
+type Env = { Variables: RequestVariables };
+
+const send = (outcome: StoredOutcome) =>
+  new Response(outcome.body, { status: outcome.status, headers: outcome.headers });
+
+const problemResponse = (problem: Problem, instance?: string) =>
+  new Response(JSON.stringify(problem.body(instance)), {
+    status: problem.status,
+    headers: { "content-type": "application/problem+json", ...problem.headers },
+  });
+
+const json = (body: unknown) =>
+  new Response(JSON.stringify(body), { headers: { "content-type": "application/json; charset=utf-8" } });
+
+/** Hono path syntax for a registry path ("/v1/jobs/{id}" → "/v1/jobs/:id"). */
+const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
+
+export function buildApp(services: AppServices): Hono<Env> {
+  const { operations, termsById, documents, gate, store, metrics, log } = services;
+  const now = services.now ?? (() => new Date());
+  const app = new Hono<Env>();
+
+  app.use("*", requestContext(log, metrics));
+  app.use(
+    "*",
+    cors({
+      origin: "*",
+      allowHeaders: ["content-type", PAYMENT_SIGNATURE_HEADER, "x-request-id"],
+      exposeHeaders: [PAYMENT_REQUIRED_HEADER, PAYMENT_RESPONSE_HEADER, "x-request-id", "retry-after"],
+    }),
+  );
+
+  app.get("/healthz", (c) =>
+    services.isShuttingDown() ? c.json({ status: "shutting-down" }, 503) : c.json({ status: "ok" }),
+  );
+  app.get("/readyz", async (c) => {
+    const readiness = await services.readiness();
+    return c.json(
+      { status: readiness.ready ? "ready" : "not-ready", checks: readiness.checks },
+      readiness.ready ? 200 : 503,
+    );
+  });
+  app.get("/metrics", async (c) => {
+    c.header("content-type", metrics.registry.contentType);
+    return c.body(await metrics.registry.metrics());
+  });
+
+  app.get("/openapi.json", () => json(documents.openapi));
+  app.get("/catalog.json", () => json(documents.catalog));
+  app.get("/.well-known/x402", () => json(documents.x402));
+  app.get(`${AGENT_SKILLS_PREFIX}/index.json`, () => json(documents.agentSkills.index));
+  app.get(`${AGENT_SKILLS_PREFIX}/:name/SKILL.md`, (c) => {
+    const file = documents.agentSkills.files.get(c.req.path);
+    if (!file) throw new Problem(404, "not-found", "Not found", `no skill at ${c.req.path}`);
+    return new Response(new Uint8Array(file), {
+      headers: { "content-type": "text/markdown; charset=utf-8" },
+    });
+  });
+
+  app.get("/v1/jobs/:id", async (c) => {
+    const id = c.req.param("id");
+    const parsed = JobIdParam.safeParse(id);
+    if (!parsed.success) throw invalidRequest([{ pointer: "/id", message: "must be a UUID" }]);
+    const job = await store.getJob(parsed.data);
+    if (!job) throw new Problem(404, "job-not-found", "Unknown job", `no job with id ${parsed.data}`);
+    return c.json({
+      id: job.id,
+      operation: job.operationId,
+      state: job.state,
+      result: job.result,
+      error: job.error,
+      createdAt: job.createdAt,
+      updatedAt: job.updatedAt,
+    });
+  });
+
+  const unpaidById = new Map(
+    [...termsById].map(([operationId, terms]) => [operationId, PaymentGate.unpaid(terms)] as const),
+  );
+
+  for (const operation of operations) {
+    const terms = termsById.get(operation.id) as PaymentTerms;
+    const unpaid = unpaidById.get(operation.id) as StoredOutcome;
+    app.on(operation.method, honoPath(operation.path), async (c: Context<Env>) => {
+      const input = await readOperationInput(c, operation);
+      const handler = operation.handler;
+      if (!handler) {
+        throw new Problem(
+          501,
+          "not-implemented",
+          "Not available yet",
+          `${operation.id} is not available on this service yet; no payment is asked for`,
+        );
+      }
+      const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
+      if (!paymentHeader) return send(unpaid);
+      const requestLog = c.get("log").child({ operation: operation.id });
+      return send(
+        await gate.handle({
+          operation,
+          terms,
+          input,
+          paymentHeader,
+          requestId: c.get("requestId"),
+          log: requestLog,
+          run: () => handler(input, { requestId: c.get("requestId"), log: requestLog, now }),
+        }),
+      );
+    });
+  }
+
+  // A known path with the wrong method is a 405 naming the allowed ones, not a 404.
+  const methodsByPath = new Map<string, string[]>();
+  for (const operation of operations) {
+    methodsByPath.set(operation.path, [...(methodsByPath.get(operation.path) ?? []), operation.method]);
+  }
+  for (const [path, methods] of methodsByPath) {
+    app.all(honoPath(path), (c) => {
+      if (c.req.method === "OPTIONS") return c.body(null, 204);
+      throw new Problem(
+        405,
+        "method-not-allowed",
+        "Method not allowed",
+        `${path} accepts ${methods.join(", ")}`,
+        {
+          headers: { allow: methods.join(", ") },
+        },
+      );
+    });
+  }
+
+  app.notFound((c) =>
+    problemResponse(new Problem(404, "not-found", "Not found", `nothing at ${c.req.path}`)),
+  );
+  app.onError((error, c) => {
+    if (error instanceof Problem) return problemResponse(error, c.req.path);
+    (c.get("log") ?? log).error({ err: error }, "unhandled error");
+    return problemResponse(
+      new Problem(
+        500,
+        "internal-error",
+        "Internal error",
+        "the request failed unexpectedly; nothing was charged",
+      ),
+      c.req.path,
+    );
+  });
+  return app;
+}

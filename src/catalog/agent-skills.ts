@@ -1,0 +1,125 @@
+import { createHash } from "node:crypto";
+import type { PaymentTerms } from "../payments/terms.ts";
+import { inputJsonSchema } from "./json-schema.ts";
+import type { AnyOperation } from "./operation.ts";
+import { isImplemented } from "./registry.ts";
+
+export const AGENT_SKILLS_PREFIX = "/.well-known/agent-skills";
+const DISCOVERY_SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
+
+export interface AgentSkills {
+  index: {
+    $schema: string;
+    skills: { name: string; type: "skill-md"; description: string; url: string; digest: string }[];
+  };
+  /** SKILL.md bytes by request path. */
+  files: Map<string, Buffer>;
+}
+
+const skillPath = (operation: AnyOperation) => `${AGENT_SKILLS_PREFIX}/${operation.id}/SKILL.md`;
+
+function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: string): string {
+  const url = baseUrl + operation.path;
+  const description = `${operation.summary}. Paid per call: USD ${operation.priceUsd} in USDC on Base via x402 v2.`;
+  const call =
+    operation.inputFrom === "body"
+      ? `const response = await payingFetch("${url}", {\n  method: "POST",\n  headers: { "content-type": "application/json" },\n  body: JSON.stringify(${JSON.stringify(operation.example.input ?? {})}),\n});`
+      : operation.inputFrom === "query"
+        ? `const response = await payingFetch("${url}?" + new URLSearchParams(${JSON.stringify(operation.example.input ?? {})}));`
+        : `const response = await payingFetch("${url}");`;
+  const lines = [
+    "---",
+    `name: ${operation.id}`,
+    `description: ${JSON.stringify(description)}`,
+    "---",
+    "",
+    `# ${operation.summary}`,
+    "",
+    operation.description,
+    "",
+    isImplemented(operation)
+      ? ""
+      : "> Not available yet: the endpoint answers 501 and never asks for payment.\n",
+    "## Call",
+    "",
+    `\`${operation.method} ${url}\` — price USD ${operation.priceUsd} (${terms.requirements.amount} atomic units of USDC ${terms.requirements.asset} on ${terms.requirements.network}, paid to ${terms.requirements.payTo}).`,
+    "",
+    "1. Call without payment: the answer is `402` with a `PAYMENT-REQUIRED` header (base64 JSON, x402 v2, scheme `exact`).",
+    "2. Sign the EIP-3009 authorization it describes with an x402 client and repeat the call with `PAYMENT-SIGNATURE`.",
+    "3. A success carries `PAYMENT-RESPONSE` (the settlement transaction). Invalid input is a `400` with a JSON Pointer per field and is never charged; a failed call is never charged.",
+    "",
+    "```ts",
+    'import { wrapFetchWithPayment, x402Client } from "@x402/fetch";',
+    'import { registerExactEvmScheme } from "@x402/evm/exact/client";',
+    'import { privateKeyToAccount } from "viem/accounts";',
+    "",
+    "const client = new x402Client();",
+    "registerExactEvmScheme(client, { signer: privateKeyToAccount(process.env.PRIVATE_KEY) });",
+    "const payingFetch = wrapFetchWithPayment(fetch, client);",
+    call,
+    "```",
+    "",
+  ];
+  if (operation.inputFrom !== "none") {
+    lines.push(
+      `## Input (${operation.inputFrom === "body" ? "JSON body" : "query parameters"})`,
+      "",
+      "```json",
+      JSON.stringify(inputJsonSchema(operation), null, 2),
+      "```",
+      "",
+    );
+  }
+  if (operation.example.output !== undefined) {
+    lines.push(
+      "## Example response",
+      "",
+      "```json",
+      JSON.stringify(operation.example.output, null, 2),
+      "```",
+      "",
+    );
+  }
+  lines.push(
+    "## Errors",
+    "",
+    "All errors are RFC 9457 `application/problem+json`.",
+    "",
+    ...[
+      { status: 400, description: "Invalid request (`errors[].pointer` names the field). Never charged." },
+      { status: 402, description: "Payment required or rejected (`error` says why)." },
+      { status: 409, description: "This payment was already used for a different request." },
+      {
+        status: 503,
+        description: "Payments temporarily unavailable; retry after `Retry-After`. Never charged.",
+      },
+      ...operation.errorResponses,
+    ].map((error) => `- \`${error.status}\`: ${error.description}`),
+    "",
+  );
+  return lines.join("\n");
+}
+
+/** The agent-skills discovery index and one SKILL.md per operation, digests over the exact bytes served. */
+export function buildAgentSkills(
+  operations: readonly AnyOperation[],
+  termsById: ReadonlyMap<string, PaymentTerms>,
+  baseUrl: string,
+): AgentSkills {
+  const files = new Map<string, Buffer>();
+  const skills = operations.map((operation) => {
+    const bytes = Buffer.from(
+      skillMarkdown(operation, termsById.get(operation.id) as PaymentTerms, baseUrl),
+      "utf8",
+    );
+    files.set(skillPath(operation), bytes);
+    return {
+      name: operation.id,
+      type: "skill-md" as const,
+      description: `${operation.summary} (USD ${operation.priceUsd} per call, x402 v2, USDC on Base).`,
+      url: baseUrl + skillPath(operation),
+      digest: `sha256:${createHash("sha256").update(bytes).digest("hex")}`,
+    };
+  });
+  return { index: { $schema: DISCOVERY_SCHEMA, skills }, files };
+}

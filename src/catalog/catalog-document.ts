@@ -1,0 +1,64 @@
+import type { PaymentTerms } from "../payments/terms.ts";
+import { inputJsonSchema, outputJsonSchema } from "./json-schema.ts";
+import type { AnyOperation } from "./operation.ts";
+import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
+import { SERVICE } from "./service.ts";
+
+/** /catalog.json: the service, its payment terms, and every operation and product with prices and schemas. */
+export function buildCatalogDocument(
+  operations: readonly AnyOperation[],
+  termsById: ReadonlyMap<string, PaymentTerms>,
+  baseUrl: string,
+  payment: { network: string; asset: string; payTo: string; mode: string },
+) {
+  const entry = (operation: AnyOperation) => {
+    const terms = termsById.get(operation.id) as PaymentTerms;
+    return {
+      id: operation.id,
+      kind: operation.kind,
+      method: operation.method,
+      path: operation.path,
+      url: baseUrl + operation.path,
+      summary: operation.summary,
+      description: operation.description,
+      available: isImplemented(operation),
+      price: { usd: operation.priceUsd, atomic: terms.requirements.amount, asset: terms.requirements.asset },
+      accepts: [terms.requirements],
+      input:
+        operation.inputFrom === "none"
+          ? null
+          : { in: operation.inputFrom, schema: inputJsonSchema(operation) },
+      output: {
+        contentType: operation.outputContentType,
+        schema: operation.outputContentType === "application/json" ? outputJsonSchema(operation) : null,
+      },
+      example: operation.example,
+    };
+  };
+  return {
+    service: {
+      name: SERVICE.name,
+      description: SERVICE.description,
+      url: baseUrl,
+      openapi: `${baseUrl}/openapi.json`,
+      x402Manifest: `${baseUrl}/.well-known/x402`,
+      agentSkills: `${baseUrl}/.well-known/agent-skills/index.json`,
+    },
+    payment: {
+      protocol: "x402",
+      x402Version: 2,
+      scheme: "exact",
+      network: payment.network,
+      asset: payment.asset,
+      assetSymbol: "USDC",
+      decimals: 6,
+      payTo: payment.payTo,
+      testChain: payment.mode === "local",
+      headers: { request: "PAYMENT-SIGNATURE", challenge: "PAYMENT-REQUIRED", receipt: "PAYMENT-RESPONSE" },
+      chargedOnlyOnSuccess: true,
+    },
+    operations: operations.filter((operation) => operation.kind !== "product").map(entry),
+    products: operations.filter((operation) => operation.kind === "product").map(entry),
+    free: [{ method: "GET", path: JOB_STATUS_PATH, summary: "Read a job's state or result" }],
+  };
+}

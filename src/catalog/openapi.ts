@@ -1,0 +1,193 @@
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "zod";
+import type { PaymentTerms } from "../payments/terms.ts";
+import { JobIdParam, JobRecordSchema } from "./jobs-schema.ts";
+import type { AnyOperation } from "./operation.ts";
+import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
+import { SERVICE } from "./service.ts";
+
+const FieldErrorSchema = z.object({
+  pointer: z.string().meta({ description: "JSON Pointer (RFC 6901) into the request input." }),
+  message: z.string(),
+});
+
+const ProblemSchema = z
+  .looseObject({
+    type: z.string(),
+    title: z.string(),
+    status: z.int(),
+    detail: z.string(),
+    errors: z.array(FieldErrorSchema).optional(),
+  })
+  .meta({ id: "Problem", description: "RFC 9457 problem details." });
+
+const PaymentRequiredSchema = z
+  .looseObject({
+    type: z.string(),
+    title: z.string(),
+    status: z.literal(402),
+    detail: z.string(),
+    x402Version: z.literal(2),
+    error: z.string().optional(),
+    resource: z.looseObject({
+      url: z.string(),
+      description: z.string().optional(),
+      mimeType: z.string().optional(),
+    }),
+    accepts: z.array(
+      z.looseObject({
+        scheme: z.string(),
+        network: z.string(),
+        asset: z.string(),
+        amount: z.string(),
+        payTo: z.string(),
+        maxTimeoutSeconds: z.int(),
+        extra: z.record(z.string(), z.unknown()),
+      }),
+    ),
+    extensions: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({
+    id: "PaymentRequired",
+    description:
+      "Problem details carrying the x402 v2 PaymentRequired object (the PAYMENT-REQUIRED header, decoded).",
+  });
+
+const problem = (description: string) => ({
+  description,
+  content: { "application/problem+json": { schema: ProblemSchema } },
+});
+
+const header = (description: string) => ({ schema: { type: "string" as const }, description });
+
+/** x-payment-info: the price and terms of a paid operation, for readers that do not speak x402. */
+export function paymentInfo(operation: AnyOperation, terms: PaymentTerms) {
+  const { scheme, network, asset, amount, payTo, maxTimeoutSeconds } = terms.requirements;
+  return {
+    protocols: ["x402"],
+    x402Version: 2,
+    priceUsd: operation.priceUsd,
+    scheme,
+    network,
+    asset,
+    amount,
+    payTo,
+    maxTimeoutSeconds,
+  };
+}
+
+/** /openapi.json (OpenAPI 3.1.0), generated from the registry by @hono/zod-openapi. */
+export function buildOpenApiDocument(
+  operations: readonly AnyOperation[],
+  termsById: ReadonlyMap<string, PaymentTerms>,
+  baseUrl: string,
+): Record<string, unknown> {
+  const app = new OpenAPIHono();
+  const registry = app.openAPIRegistry;
+  registry.registerComponent("securitySchemes", "x402", {
+    type: "apiKey",
+    in: "header",
+    name: "PAYMENT-SIGNATURE",
+    description:
+      "x402 v2 payment. Call without it to get 402 with the PAYMENT-REQUIRED header (base64 JSON terms: exact " +
+      "scheme, USDC on eip155:8453); sign an EIP-3009 authorization with any x402 client and repeat the call with " +
+      "PAYMENT-SIGNATURE. The response carries PAYMENT-RESPONSE with the settlement transaction. Nothing is charged " +
+      "unless the call succeeds.",
+  });
+
+  for (const operation of operations) {
+    const terms = termsById.get(operation.id);
+    if (!terms) throw new Error(`no payment terms for ${operation.id}`);
+    const request =
+      operation.inputFrom === "body"
+        ? {
+            body: {
+              required: !operation.bodyOptional,
+              content: { "application/json": { schema: operation.input, example: operation.example.input } },
+            },
+          }
+        : operation.inputFrom === "query"
+          ? { query: operation.input as z.ZodObject }
+          : undefined;
+    const success = operation.kind === "async" ? 202 : 200;
+    const successContent =
+      operation.outputContentType === "application/zip"
+        ? { "application/zip": { schema: operation.output } }
+        : {
+            "application/json": {
+              schema: operation.output,
+              ...(operation.example.output !== undefined ? { example: operation.example.output } : {}),
+            },
+          };
+    const responses: Record<number, unknown> = {
+      [success]: {
+        description:
+          operation.kind === "async" ? "Accepted: the job is queued and paid for." : "Success (paid).",
+        headers: {
+          "PAYMENT-RESPONSE": header("base64 JSON settlement receipt: success, transaction, network, payer."),
+        },
+        content: successContent,
+      },
+      400: problem("Invalid request: `errors` lists a JSON Pointer and a message per field. Never charged."),
+      402: {
+        description: "Payment required, or the payment presented was rejected (the reason is in `error`).",
+        headers: { "PAYMENT-REQUIRED": header("base64 JSON x402 v2 PaymentRequired.") },
+        content: { "application/problem+json": { schema: PaymentRequiredSchema } },
+      },
+      409: problem("This payment was already used for a different request, or is still being processed."),
+      503: problem(
+        "Payments (facilitator or chain) temporarily unavailable; retry after Retry-After. Never charged.",
+      ),
+    };
+    if (operation.inputFrom === "body") responses[413] = problem("Request body too large. Never charged.");
+    if (!isImplemented(operation))
+      responses[501] = problem("Not available yet on this service. Never charged.");
+    for (const extra of operation.errorResponses) responses[extra.status] = problem(extra.description);
+
+    registry.registerPath({
+      ...createRoute({
+        method: operation.method.toLowerCase() as "get" | "post",
+        path: operation.path,
+        operationId: operation.id,
+        summary: operation.summary,
+        description: `${operation.description}\n\nPrice: USD ${operation.priceUsd} (${terms.requirements.amount} atomic USDC).`,
+        tags: [...operation.tags],
+        security: [{ x402: [] }],
+        ...(request ? { request } : {}),
+        // biome-ignore lint/suspicious/noExplicitAny: response map built per status above.
+        responses: responses as any,
+      }),
+      "x-payment-info": paymentInfo(operation, terms),
+    } as Parameters<typeof registry.registerPath>[0]);
+  }
+
+  registry.registerPath(
+    createRoute({
+      method: "get",
+      path: JOB_STATUS_PATH,
+      operationId: "get-job",
+      summary: "Read a job's state or its completed result (free)",
+      description: "Free: knowing the job id is enough. Poll until the state is final.",
+      tags: ["research"],
+      security: [],
+      request: { params: z.object({ id: JobIdParam }) },
+      responses: {
+        200: { description: "The job.", content: { "application/json": { schema: JobRecordSchema } } },
+        400: problem("The id is not a UUID."),
+        404: problem("Unknown job."),
+      },
+    }),
+  );
+
+  return app.getOpenAPI31Document({
+    openapi: "3.1.0",
+    info: {
+      title: SERVICE.name,
+      version: "1.0.0",
+      description: SERVICE.description,
+      license: { name: "Proprietary" },
+    },
+    servers: [{ url: baseUrl }],
+    tags: [...new Set(operations.flatMap((operation) => operation.tags))].map((name) => ({ name })),
+  }) as unknown as Record<string, unknown>;
+}

@@ -1,0 +1,87 @@
+import { ConfigError, loadConfig } from "./config.ts";
+import { createLogger } from "./log.ts";
+import { formatRevenueReport } from "./payments/ledger-report.ts";
+import { startService } from "./serve.ts";
+import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
+
+const USAGE = `usage: utility402 <command>
+
+commands:
+  serve    run the HTTP service (default; local test chain unless payments are configured)
+  ledger   print revenue from settled payments by operation and by day (--json for machine output)
+  help     show this text
+
+Configuration comes from the environment; see the README.`;
+
+async function serveCommand(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  const service = await startService(config, log);
+  if (service.localChain) {
+    const banner = [
+      "",
+      "  utility402 is running on a LOCAL TEST CHAIN: payments here are test USDC, not real money.",
+      `  base URL     ${service.url}`,
+      `  chain RPC    ${service.localChain.rpcUrl} (anvil, chain id 8453, USDC at ${config.payment.asset})`,
+      `  payTo        ${service.payTo} (anvil dev account #1)`,
+      "  test payers  anvil dev accounts #2-#9 hold 1,000 test USDC each",
+      `  demo         npm run demo   (pays one call of every available operation with account #2)`,
+      "",
+    ].join("\n");
+    process.stderr.write(`${banner}\n`);
+  }
+  const shutdown = (signal: string) => {
+    log.info({ signal }, "signal received");
+    service.stop().then(
+      () => process.exit(0),
+      (error) => {
+        log.error({ err: error }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+}
+
+async function ledgerCommand(args: string[]): Promise<void> {
+  const config = loadConfig();
+  const store = new SqliteStore(config.sqlitePath);
+  try {
+    const rows = await store.revenueByOperationAndDay();
+    process.stdout.write(
+      args.includes("--json") ? `${JSON.stringify(rows, null, 2)}\n` : formatRevenueReport(rows),
+    );
+  } finally {
+    await store.close();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command = "serve", ...args] = argv;
+  switch (command) {
+    case "serve":
+      return serveCommand();
+    case "ledger":
+      return ledgerCommand(args);
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    default:
+      process.stderr.write(`unknown command "${command}"\n\n${USAGE}\n`);
+      process.exitCode = 2;
+  }
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  if (error instanceof ConfigError) {
+    for (const problem of error.problems) process.stderr.write(`config error: ${problem}\n`);
+  } else {
+    process.stderr.write(
+      `utility402: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+  }
+  process.exit(1);
+});

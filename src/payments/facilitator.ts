@@ -1,0 +1,66 @@
+import { x402Facilitator } from "@x402/core/facilitator";
+import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server";
+import type { Network } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import type { Config } from "../config.ts";
+import { createSettlerSigner, type SettlerSigner } from "./settler-signer.ts";
+
+/** How this instance verifies and settles: a facilitator client plus what /readyz needs to probe it. */
+export interface PaymentBackend {
+  mode: Config["payment"]["mode"];
+  facilitator: FacilitatorClient;
+  /** The settling account, when settlement happens in-process (local and self modes). */
+  settlerAddress?: `0x${string}`;
+  /** Throws when the chain (in-process modes) or the remote facilitator cannot be reached. */
+  probe(): Promise<{ chain?: string; facilitator: string }>;
+}
+
+/** Wraps an in-process x402Facilitator (the protocol's reference implementation) as a FacilitatorClient. */
+export function inProcessFacilitator(signer: SettlerSigner, network: Network): FacilitatorClient {
+  const facilitator = new x402Facilitator().register(network, new ExactEvmScheme(signer));
+  return {
+    verify: (payload, requirements) => facilitator.verify(payload, requirements),
+    settle: (payload, requirements) => facilitator.settle(payload, requirements),
+    getSupported: async () =>
+      facilitator.getSupported() as Awaited<ReturnType<FacilitatorClient["getSupported"]>>,
+  };
+}
+
+export function createPaymentBackend(
+  config: Config["payment"],
+  inProcess?: { privateKey: `0x${string}`; rpcUrl: string; pollingIntervalMs: number },
+): PaymentBackend {
+  if (config.mode === "facilitator") {
+    const url = config.facilitatorUrl as string;
+    const auth = config.facilitatorAuth;
+    const facilitator = new HTTPFacilitatorClient({
+      url,
+      timeoutMs: config.facilitatorTimeoutMs,
+      createAuthHeaders: auth
+        ? async () => {
+            const headers = { [auth.header]: auth.value };
+            return { verify: headers, settle: headers, supported: headers, bazaar: headers };
+          }
+        : undefined,
+    });
+    return {
+      mode: config.mode,
+      facilitator,
+      probe: async () => {
+        await facilitator.getSupported();
+        return { facilitator: `ok (${url})` };
+      },
+    };
+  }
+  if (!inProcess) throw new Error(`payment mode ${config.mode} needs a settlement key and an RPC URL`);
+  const signer = createSettlerSigner({ ...inProcess, chainId: config.chainId });
+  return {
+    mode: config.mode,
+    facilitator: inProcessFacilitator(signer, config.network),
+    settlerAddress: signer.address,
+    probe: async () => {
+      const block = await signer.blockNumber();
+      return { chain: `ok (block ${block})`, facilitator: "ok (in-process)" };
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import type { RevenueRow } from "../store/store.ts";
+
+const usd = (atomic: bigint) => {
+  const whole = atomic / 1_000_000n;
+  const fraction = (atomic % 1_000_000n).toString().padStart(6, "0");
+  return `${whole}.${fraction}`;
+};
+
+/** Revenue from settled payments, by operation and by day, as a plain-text table. */
+export function formatRevenueReport(rows: RevenueRow[]): string {
+  if (rows.length === 0) return "No settled payments yet.\n";
+  const table = [["day", "operation", "payments", "revenue (USDC)"]];
+  const byOperation = new Map<string, { payments: number; atomic: bigint }>();
+  let total = 0n;
+  let payments = 0;
+  for (const row of rows) {
+    table.push([row.day, row.operationId, String(row.payments), usd(BigInt(row.atomicAmount))]);
+    const sum = byOperation.get(row.operationId) ?? { payments: 0, atomic: 0n };
+    byOperation.set(row.operationId, {
+      payments: sum.payments + row.payments,
+      atomic: sum.atomic + BigInt(row.atomicAmount),
+    });
+    total += BigInt(row.atomicAmount);
+    payments += row.payments;
+  }
+  const operations = [["operation", "payments", "revenue (USDC)"]];
+  for (const [operationId, sum] of [...byOperation].sort(([a], [b]) => a.localeCompare(b))) {
+    operations.push([operationId, String(sum.payments), usd(sum.atomic)]);
+  }
+  operations.push(["total", String(payments), usd(total)]);
+  return `Revenue by day and operation\n${render(table)}\nRevenue by operation\n${render(operations)}`;
+}
+
+function render(rows: string[][]): string {
+  const widths =
+    rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
+  return `${rows
+    .map((row) =>
+      row
+        .map((cell, column) =>
+          column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0),
+        )
+        .join("  "),
+    )
+    .join("\n")}\n`;
+}

@@ -1,0 +1,56 @@
+import type { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { type Chain, createPublicClient, createWalletClient, defineChain, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { NonceAllocator } from "./nonce-allocator.ts";
+
+type FacilitatorEvmSigner = ConstructorParameters<typeof ExactEvmScheme>[0];
+
+export interface SettlerSigner extends FacilitatorEvmSigner {
+  readonly address: `0x${string}`;
+  /** Latest block number: the chain health probe. */
+  blockNumber(): Promise<bigint>;
+}
+
+/**
+ * The in-process facilitator's chain access: reads and signature checks through the RPC,
+ * settlement transactions signed with the operator's key and sent through a NonceAllocator.
+ */
+export function createSettlerSigner(options: {
+  privateKey: `0x${string}`;
+  rpcUrl: string;
+  chainId: number;
+  /** Receipt polling: Base makes a block every 2 s, so viem's default 1 s poll adds up to a second. */
+  pollingIntervalMs: number;
+  rpcTimeoutMs?: number;
+}): SettlerSigner {
+  const account = privateKeyToAccount(options.privateKey);
+  const chain: Chain = defineChain({
+    id: options.chainId,
+    name: `eip155:${options.chainId}`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [options.rpcUrl] } },
+  });
+  const transport = http(options.rpcUrl, { timeout: options.rpcTimeoutMs ?? 10_000, retryCount: 0 });
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: options.pollingIntervalMs });
+  const walletClient = createWalletClient({ chain, transport, account });
+  const nonces = new NonceAllocator(() =>
+    publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
+  );
+
+  return {
+    address: account.address,
+    getAddresses: () => [account.address],
+    blockNumber: () => publicClient.getBlockNumber({ cacheTime: 0 }),
+    // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
+    readContract: (args) => publicClient.readContract(args as any),
+    // biome-ignore lint/suspicious/noExplicitAny: as above.
+    verifyTypedData: (args) => publicClient.verifyTypedData(args as any),
+    writeContract: (args) =>
+      // biome-ignore lint/suspicious/noExplicitAny: as above.
+      nonces.send((nonce) => walletClient.writeContract({ ...(args as any), nonce, chain, account })),
+    sendTransaction: (args) => nonces.send((nonce) => walletClient.sendTransaction({ ...args, nonce })),
+    waitForTransactionReceipt: (args) =>
+      publicClient.waitForTransactionReceipt({ hash: args.hash, timeout: args.timeout ?? 60_000 }),
+    getCode: (args) => publicClient.getCode(args),
+  };
+}

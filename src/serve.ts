@@ -1,0 +1,167 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { x402ResourceServer } from "@x402/core/server";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
+import type { Logger } from "pino";
+import { buildApp, type Readiness } from "./app.ts";
+import { buildAgentSkills } from "./catalog/agent-skills.ts";
+import { buildCatalogDocument } from "./catalog/catalog-document.ts";
+import { buildOpenApiDocument } from "./catalog/openapi.ts";
+import { OPERATIONS } from "./catalog/registry.ts";
+import { buildX402Manifest } from "./catalog/x402-manifest.ts";
+import { devPrivateKey } from "./chain/dev-accounts.ts";
+import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
+import type { Config } from "./config.ts";
+import { Metrics } from "./metrics.ts";
+import { createPaymentBackend } from "./payments/facilitator.ts";
+import { PaymentGate } from "./payments/paid-call.ts";
+import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
+import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
+
+export interface RunningService {
+  url: string;
+  config: Config;
+  localChain?: LocalChain;
+  payTo: `0x${string}`;
+  /** Stops accepting, finishes in-flight requests and settlements, stops the local chain, closes the store. */
+  stop(): Promise<void>;
+}
+
+const PROBE_TIMEOUT_MS = 2000;
+
+const withTimeout = <T>(promise: Promise<T>, ms: number) =>
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref(),
+    ),
+  ]);
+
+/** The composition root: chain, store, payments, documents, HTTP server. */
+export async function startService(config: Config, log: Logger): Promise<RunningService> {
+  const payment = config.payment;
+  let localChain: LocalChain | undefined;
+  let payTo = payment.payTo;
+  let inProcess: Parameters<typeof createPaymentBackend>[1];
+
+  if (payment.mode === "local") {
+    localChain = await startLocalChain({
+      port: config.localChain.port,
+      statePath: config.localChain.statePath,
+      log,
+    });
+    payTo ??= localChain.accounts.payTo.address;
+    inProcess = { privateKey: devPrivateKey(0), rpcUrl: localChain.rpcUrl, pollingIntervalMs: 50 };
+  } else if (payment.mode === "self") {
+    inProcess = {
+      privateKey: payment.settlerPrivateKey as `0x${string}`,
+      rpcUrl: payment.rpcUrl as string,
+      pollingIntervalMs: 250,
+    };
+  }
+  const store = new SqliteStore(config.sqlitePath);
+  try {
+    const backend = createPaymentBackend(payment, inProcess);
+    const resourceServer = new x402ResourceServer(backend.facilitator)
+      .register(payment.network, new ExactEvmScheme())
+      .registerExtension(bazaarResourceServerExtension);
+
+    const settings = { ...payment, payTo: payTo as `0x${string}` };
+    const termsById = new Map<string, PaymentTerms>();
+    for (const operation of OPERATIONS) {
+      termsById.set(
+        operation.id,
+        await buildPaymentTerms(operation, settings, config.baseUrl, resourceServer),
+      );
+    }
+    const documents = {
+      openapi: buildOpenApiDocument(OPERATIONS, termsById, config.baseUrl),
+      catalog: buildCatalogDocument(OPERATIONS, termsById, config.baseUrl, {
+        ...settings,
+        mode: payment.mode,
+      }),
+      x402: buildX402Manifest(OPERATIONS, termsById, config.baseUrl),
+      agentSkills: buildAgentSkills(OPERATIONS, termsById, config.baseUrl),
+    };
+
+    const metrics = new Metrics();
+    const gate = new PaymentGate(resourceServer, store, metrics);
+    let shuttingDown = false;
+
+    const readiness = async (): Promise<Readiness> => {
+      const checks: Record<string, string> = {};
+      let ready = !shuttingDown;
+      try {
+        await withTimeout(store.ping(), PROBE_TIMEOUT_MS);
+        checks.store = `ok (${store.kind})`;
+      } catch (error) {
+        ready = false;
+        checks.store = `unavailable: ${(error as Error).message}`;
+      }
+      try {
+        Object.assign(checks, await withTimeout(backend.probe(), PROBE_TIMEOUT_MS));
+      } catch (error) {
+        ready = false;
+        checks[backend.mode === "facilitator" ? "facilitator" : "chain"] =
+          `unavailable: ${(error as Error).message}`;
+      }
+      checks.worker = "none (no asynchronous operation is enabled on this build)";
+      if (shuttingDown) checks.server = "shutting down";
+      return { ready, checks };
+    };
+
+    const app = buildApp({
+      operations: OPERATIONS,
+      termsById,
+      documents,
+      gate,
+      store,
+      metrics,
+      log,
+      readiness,
+      isShuttingDown: () => shuttingDown,
+    });
+
+    const server = await new Promise<Server>((resolve, reject) => {
+      const created = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () =>
+        resolve(created as Server),
+      ) as Server;
+      created.once("error", reject);
+    });
+    const { port } = server.address() as AddressInfo;
+    const url = config.baseUrl;
+
+    // Learn the facilitator's capabilities now; a facilitator that is down at start is retried per call.
+    await resourceServer
+      .initialize()
+      .catch((error) => log.warn({ err: error }, "facilitator not reachable yet"));
+
+    let stopping: Promise<void> | undefined;
+    const stop = () => {
+      stopping ??= (async () => {
+        shuttingDown = true;
+        log.info("shutting down: no new connections, finishing in-flight requests");
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs).unref();
+        await closed;
+        await withTimeout(gate.drain(), config.shutdownTimeoutMs).catch(() =>
+          log.error("shutdown: a settlement did not finish in time"),
+        );
+        clearTimeout(deadline);
+        await localChain?.stop();
+        await store.close();
+        log.info("stopped");
+      })();
+      return stopping;
+    };
+    log.info({ port, mode: payment.mode, baseUrl: url }, "listening");
+    return { url, config, localChain, payTo: settings.payTo, stop };
+  } catch (error) {
+    await localChain?.stop();
+    await store.close();
+    throw error;
+  }
+}
