@@ -7,7 +7,7 @@
  */
 
 import { devPrivateKey } from "../src/chain/dev-accounts.ts";
-import { createPayingFetch, paymentReceipt } from "../src/client/paying-fetch.ts";
+import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 
 interface CatalogEntry {
   id: string;
@@ -21,7 +21,7 @@ interface CatalogEntry {
 
 const baseUrl = (process.env.DEMO_BASE_URL ?? "http://127.0.0.1:8402").replace(/\/+$/, "");
 const privateKey = (process.env.DEMO_PRIVATE_KEY ?? devPrivateKey(2)) as `0x${string}`;
-const payingFetch = createPayingFetch(privateKey);
+const payingFetch = createPayer(privateKey).fetch;
 
 const catalogResponse = await fetch(`${baseUrl}/catalog.json`).catch((error: Error) => {
   console.error(`cannot reach ${baseUrl} (${error.message}); start the service with npm start first`);

@@ -9,6 +9,7 @@ import { buildApp, type Readiness } from "./app.ts";
 import { buildAgentSkills } from "./catalog/agent-skills.ts";
 import { buildCatalogDocument } from "./catalog/catalog-document.ts";
 import { buildOpenApiDocument } from "./catalog/openapi.ts";
+import type { AnyOperation } from "./catalog/operation.ts";
 import { OPERATIONS } from "./catalog/registry.ts";
 import { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
@@ -40,7 +41,12 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
   ]);
 
 /** The composition root: chain, store, payments, documents, HTTP server. */
-export async function startService(config: Config, log: Logger): Promise<RunningService> {
+export async function startService(
+  config: Config,
+  log: Logger,
+  options: { operations?: readonly AnyOperation[] } = {},
+): Promise<RunningService> {
+  const operations = options.operations ?? OPERATIONS;
   const payment = config.payment;
   let localChain: LocalChain | undefined;
   let payTo = payment.payTo;
@@ -70,20 +76,20 @@ export async function startService(config: Config, log: Logger): Promise<Running
 
     const settings = { ...payment, payTo: payTo as `0x${string}` };
     const termsById = new Map<string, PaymentTerms>();
-    for (const operation of OPERATIONS) {
+    for (const operation of operations) {
       termsById.set(
         operation.id,
         await buildPaymentTerms(operation, settings, config.baseUrl, resourceServer),
       );
     }
     const documents = {
-      openapi: buildOpenApiDocument(OPERATIONS, termsById, config.baseUrl),
-      catalog: buildCatalogDocument(OPERATIONS, termsById, config.baseUrl, {
+      openapi: buildOpenApiDocument(operations, termsById, config.baseUrl),
+      catalog: buildCatalogDocument(operations, termsById, config.baseUrl, {
         ...settings,
         mode: payment.mode,
       }),
-      x402: buildX402Manifest(OPERATIONS, termsById, config.baseUrl),
-      agentSkills: buildAgentSkills(OPERATIONS, termsById, config.baseUrl),
+      x402: buildX402Manifest(operations, termsById, config.baseUrl),
+      agentSkills: buildAgentSkills(operations, termsById, config.baseUrl),
     };
 
     const metrics = new Metrics();
@@ -113,7 +119,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
     };
 
     const app = buildApp({
-      operations: OPERATIONS,
+      operations,
       termsById,
       documents,
       gate,

@@ -2,6 +2,7 @@ import { x402Facilitator } from "@x402/core/facilitator";
 import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { failingOnTransportErrors } from "../chain/transport-failures.ts";
 import type { Config } from "../config.ts";
 import { createSettlerSigner, type SettlerSigner } from "./settler-signer.ts";
 
@@ -19,8 +20,10 @@ export interface PaymentBackend {
 export function inProcessFacilitator(signer: SettlerSigner, network: Network): FacilitatorClient {
   const facilitator = new x402Facilitator().register(network, new ExactEvmScheme(signer));
   return {
-    verify: (payload, requirements) => facilitator.verify(payload, requirements),
-    settle: (payload, requirements) => facilitator.settle(payload, requirements),
+    verify: (payload, requirements) =>
+      failingOnTransportErrors(() => facilitator.verify(payload, requirements)),
+    settle: (payload, requirements) =>
+      failingOnTransportErrors(() => facilitator.settle(payload, requirements)),
     getSupported: async () =>
       facilitator.getSupported() as Awaited<ReturnType<FacilitatorClient["getSupported"]>>,
   };

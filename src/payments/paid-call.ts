@@ -5,7 +5,12 @@ import {
   encodePaymentResponseHeader,
 } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import {
+  type PaymentPayload,
+  type PaymentRequirements,
+  type SettleResponse,
+  VerifyError,
+} from "@x402/core/types";
 import type { Logger } from "pino";
 import { canonicalJson } from "../canonical-json.ts";
 import type { AnyOperation, OperationResult } from "../catalog/operation.ts";
@@ -131,6 +136,13 @@ export class PaymentGate {
     try {
       verification = await this.resourceServer.verifyPayment(payload, requirements);
     } catch (error) {
+      if (error instanceof VerifyError) {
+        throw paymentRejected(
+          terms,
+          error.invalidReason ?? "invalid_payment",
+          error.invalidMessage ?? error.message,
+        );
+      }
       call.log.warn({ err: error }, "payment verification unavailable");
       throw paymentsUnavailable(
         "the payment facilitator or the chain could not be reached to verify the payment; nothing was charged",

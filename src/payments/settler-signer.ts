@@ -1,6 +1,7 @@
 import type { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { type Chain, createPublicClient, createWalletClient, defineChain, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { recordingTransportFailures as tracked } from "../chain/transport-failures.ts";
 import { NonceAllocator } from "./nonce-allocator.ts";
 
 type FacilitatorEvmSigner = ConstructorParameters<typeof ExactEvmScheme>[0];
@@ -42,15 +43,20 @@ export function createSettlerSigner(options: {
     getAddresses: () => [account.address],
     blockNumber: () => publicClient.getBlockNumber({ cacheTime: 0 }),
     // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
-    readContract: (args) => publicClient.readContract(args as any),
+    readContract: (args) => tracked(() => publicClient.readContract(args as any)),
     // biome-ignore lint/suspicious/noExplicitAny: as above.
-    verifyTypedData: (args) => publicClient.verifyTypedData(args as any),
+    verifyTypedData: (args) => tracked(() => publicClient.verifyTypedData(args as any)),
     writeContract: (args) =>
-      // biome-ignore lint/suspicious/noExplicitAny: as above.
-      nonces.send((nonce) => walletClient.writeContract({ ...(args as any), nonce, chain, account })),
-    sendTransaction: (args) => nonces.send((nonce) => walletClient.sendTransaction({ ...args, nonce })),
+      tracked(() =>
+        // biome-ignore lint/suspicious/noExplicitAny: as above.
+        nonces.send((nonce) => walletClient.writeContract({ ...(args as any), nonce, chain, account })),
+      ),
+    sendTransaction: (args) =>
+      tracked(() => nonces.send((nonce) => walletClient.sendTransaction({ ...args, nonce }))),
     waitForTransactionReceipt: (args) =>
-      publicClient.waitForTransactionReceipt({ hash: args.hash, timeout: args.timeout ?? 60_000 }),
-    getCode: (args) => publicClient.getCode(args),
+      tracked(() =>
+        publicClient.waitForTransactionReceipt({ hash: args.hash, timeout: args.timeout ?? 60_000 }),
+      ),
+    getCode: (args) => tracked(() => publicClient.getCode(args)),
   };
 }

@@ -1,0 +1,69 @@
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { createPublicClient, http, parseAbi } from "viem";
+import type { AnyOperation } from "../../src/catalog/operation.ts";
+import { BASE_USDC_ADDRESS, loadConfig } from "../../src/config.ts";
+import { createLogger } from "../../src/log.ts";
+import { type RunningService, startService } from "../../src/serve.ts";
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestService extends RunningService {
+  dataDir: string;
+}
+
+/**
+ * Starts the real service (local test chain by default) on free ports with a fresh data
+ * directory under the OS temp dir. Always pair with stop() in afterAll/finally.
+ */
+export async function startTestService(
+  env: Record<string, string> = {},
+  options: { operations?: readonly AnyOperation[] } = {},
+): Promise<TestService> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-test-"));
+  const port = await freePort();
+  const config = loadConfig({
+    PORT: String(port),
+    LOCAL_CHAIN_PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    LOCAL_CHAIN_STATE: "none",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    ...env,
+  });
+  const service = await startService(config, createLogger(config.logLevel), options).catch((error) => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  });
+  return {
+    ...service,
+    dataDir,
+    async stop() {
+      await service.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const ERC20 = parseAbi(["function balanceOf(address) view returns (uint256)"]);
+
+export function usdcBalances(rpcUrl: string) {
+  const client = createPublicClient({ transport: http(rpcUrl) });
+  return (address: `0x${string}`) =>
+    client.readContract({
+      address: BASE_USDC_ADDRESS,
+      abi: ERC20,
+      functionName: "balanceOf",
+      args: [address],
+    });
+}

@@ -1,0 +1,208 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineOperation } from "../src/catalog/operation.ts";
+import { devPrivateKey } from "../src/chain/dev-accounts.ts";
+import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
+import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
+import { Problem } from "../src/problem.ts";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
+
+const CSV_PRICE = 2_000_000n;
+const body = (rows: unknown[], extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ rows, keyColumns: ["id"], ...extra });
+const post = (init: { body: string; headers?: Record<string, string> }): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json", ...init.headers },
+  body: init.body,
+});
+
+// Operations that fail after the payment was verified: an upstream outage (a Problem) and a bug (a throw).
+const upstreamDown = defineOperation({
+  ...csvCleanup,
+  id: "test-upstream-down",
+  path: "/v1/test-upstream-down",
+  priceUsd: "0.05",
+  handler: async () => {
+    throw new Problem(502, "upstream-unavailable", "Upstream unavailable", "the upstream did not answer");
+  },
+});
+const crashes = defineOperation({
+  ...csvCleanup,
+  id: "test-crashes",
+  path: "/v1/test-crashes",
+  priceUsd: "0.05",
+  handler: async () => {
+    throw new Error("boom");
+  },
+});
+
+describe("paid calls on the local chain (local mode)", () => {
+  let service: TestService;
+  let balanceOf: ReturnType<typeof usdcBalances>;
+  const payer = createPayer(devPrivateKey(2));
+
+  beforeAll(async () => {
+    service = await startTestService({}, { operations: [csvCleanup, upstreamDown, crashes] });
+    balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("charges exactly the price for a success and returns the receipt", async () => {
+    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
+    const response = await payer.fetch(
+      `${service.url}/v1/csv-cleanup`,
+      post({
+        body: body([
+          { id: "a", v: " x " },
+          { id: "A", v: "y" },
+        ]),
+      }),
+    );
+    expect(response.status).toBe(200);
+    const result = await response.json();
+    expect(result.stats).toMatchObject({ inputRows: 2, outputRows: 1, duplicatesDropped: 1 });
+    const receipt = paymentReceipt(response);
+    expect(receipt).toMatchObject({ success: true, network: "eip155:8453" });
+    expect(receipt?.payer?.toLowerCase()).toBe(payer.address.toLowerCase());
+    expect(receipt?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await balanceOf(payer.address)).toBe(payerBefore - CSV_PRICE);
+    expect(await balanceOf(service.payTo)).toBe(payToBefore + CSV_PRICE);
+
+    const store = new SqliteStore(service.config.sqlitePath);
+    const rows = (await store.paymentCounts()).filter((row) => row.operationId === "csv-cleanup");
+    expect(rows).toEqual([{ operationId: "csv-cleanup", state: "settled", count: 1 }]);
+    await store.close();
+  });
+
+  it("never asks for or takes payment for an invalid request", async () => {
+    const before = await balanceOf(payer.address);
+    const response = await payer.fetch(
+      `${service.url}/v1/csv-cleanup`,
+      post({ body: body([{ id: { nested: 1 } }]) }),
+    );
+    expect(response.status).toBe(400);
+    expect(response.headers.get("content-type")).toContain("application/problem+json");
+    const problem = await response.json();
+    expect(problem.errors).toContainEqual(expect.objectContaining({ pointer: "/rows/0/id" }));
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+
+  it("takes nothing when the operation fails after the payment was verified", async () => {
+    const before = await balanceOf(payer.address);
+    const failed = await payer.fetch(
+      `${service.url}/v1/test-upstream-down`,
+      post({ body: body([{ id: "a" }]) }),
+    );
+    expect(failed.status).toBe(502);
+    expect(failed.headers.get("PAYMENT-RESPONSE")).toBeNull();
+    const crashed = await payer.fetch(`${service.url}/v1/test-crashes`, post({ body: body([{ id: "a" }]) }));
+    expect(crashed.status).toBe(500);
+    expect((await crashed.json()).detail).toContain("nothing was charged");
+    expect(await balanceOf(payer.address)).toBe(before);
+
+    const store = new SqliteStore(service.config.sqlitePath);
+    const released = (await store.paymentCounts()).filter((row) => row.state === "released");
+    expect(released.map((row) => row.operationId).sort()).toEqual(["test-crashes", "test-upstream-down"]);
+    await store.close();
+  });
+
+  it("runs a payment sent twice at once only once, charges it once, and replays the stored outcome later", async () => {
+    const url = `${service.url}/v1/csv-cleanup`;
+    const init = post({ body: body([{ id: "r1" }, { id: "r2" }]) });
+    const challenge = await fetch(url, init);
+    expect(challenge.status).toBe(402);
+    const paymentHeaders = await payer.signPayment(challenge);
+    const before = await balanceOf(payer.address);
+
+    const [first, second] = await Promise.all([
+      fetch(url, post({ body: init.body as string, headers: paymentHeaders })),
+      fetch(url, post({ body: init.body as string, headers: paymentHeaders })),
+    ]);
+    expect([first.status, second.status]).toEqual([200, 200]);
+    const [firstBody, secondBody] = [await first.text(), await second.text()];
+    expect(secondBody).toBe(firstBody);
+    const transaction = paymentReceipt(first)?.transaction;
+    expect(paymentReceipt(second)?.transaction).toBe(transaction);
+    expect(await balanceOf(payer.address)).toBe(before - CSV_PRICE);
+
+    const later = await fetch(url, post({ body: init.body as string, headers: paymentHeaders }));
+    expect(later.status).toBe(200);
+    expect(later.headers.get("x-payment-replayed")).toBe("true");
+    expect(await later.text()).toBe(firstBody);
+    expect(paymentReceipt(later)?.transaction).toBe(transaction);
+
+    const other = await fetch(url, post({ body: body([{ id: "something else" }]), headers: paymentHeaders }));
+    expect(other.status).toBe(409);
+    expect((await other.json()).type).toBe("urn:utility402:problem:payment-already-used");
+    expect(await balanceOf(payer.address)).toBe(before - CSV_PRICE);
+  });
+
+  it("refuses a payment for less than the price, for another payee, or with a forged signature", async () => {
+    const url = `${service.url}/v1/csv-cleanup`;
+    const init = post({ body: body([{ id: "z" }]) });
+    const challenge = await fetch(url, init);
+    const headers = await payer.signPayment(challenge);
+    const [name, value] = Object.entries(headers)[0] as [string, string];
+    const payload = JSON.parse(Buffer.from(value, "base64").toString());
+    const tamper = (change: (p: typeof payload) => void) => {
+      const copy = structuredClone(payload);
+      change(copy);
+      return { [name]: Buffer.from(JSON.stringify(copy)).toString("base64") };
+    };
+    const before = await balanceOf(payer.address);
+    for (const forged of [
+      tamper((p) => {
+        p.accepted.amount = "1";
+      }),
+      tamper((p) => {
+        p.payload.authorization.value = "1";
+      }),
+      tamper((p) => {
+        p.payload.signature = `0x${"11".repeat(65)}`;
+      }),
+      { [name]: "not base64 json" },
+    ]) {
+      const response = await fetch(url, post({ body: init.body as string, headers: forged }));
+      expect(response.status).toBe(402);
+      expect(response.headers.get("PAYMENT-REQUIRED")).toBeTruthy();
+    }
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+
+  it("settles 16 concurrent distinct payments exactly once each", async () => {
+    const payers = Array.from({ length: 8 }, (_, i) => createPayer(devPrivateKey(i + 2)));
+    const before = await Promise.all(payers.map((p) => balanceOf(p.address)));
+    const payToBefore = await balanceOf(service.payTo);
+    const responses = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        (payers[i % 8] as (typeof payers)[number]).fetch(
+          `${service.url}/v1/csv-cleanup`,
+          post({ body: body([{ id: `concurrent-${i}` }]) }),
+        ),
+      ),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(16).fill(200));
+    const transactions = new Set(responses.map((r) => paymentReceipt(r)?.transaction));
+    expect(transactions.size).toBe(16);
+    const after = await Promise.all(payers.map((p) => balanceOf(p.address)));
+    after.forEach((balance, i) => {
+      expect(balance).toBe((before[i] as bigint) - 2n * CSV_PRICE);
+    });
+    expect(await balanceOf(service.payTo)).toBe(payToBefore + 16n * CSV_PRICE);
+  });
+
+  it("answers 503 with Retry-After and charges nothing when the chain is unreachable", async () => {
+    const url = `${service.url}/v1/csv-cleanup`;
+    const init = post({ body: body([{ id: "outage" }]) });
+    const headers = await payer.signPayment(await fetch(url, init));
+    await service.localChain?.stop();
+    const response = await fetch(url, post({ body: init.body as string, headers }));
+    expect(response.status).toBe(503);
+    expect(response.headers.get("retry-after")).toBeTruthy();
+    expect((await response.json()).detail).toContain("nothing was charged");
+    const ready = await fetch(`${service.url}/readyz`);
+    expect(ready.status).toBe(503);
+  });
+});
