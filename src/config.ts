@@ -7,7 +7,11 @@ export const BASE_NETWORK = "eip155:8453";
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte hex address");
 const privateKey = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be a 0x-prefixed 32-byte hex private key");
-const port = z.coerce.number().int().min(1).max(65535);
+const port = z.coerce
+  .number({ error: "must be a port number (1-65535)" })
+  .int("must be a port number (1-65535)")
+  .min(1)
+  .max(65535);
 const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === "" ? undefined : value), schema.optional());
@@ -80,29 +84,32 @@ export class ConfigError extends Error {
 
 /** Reads and validates the environment; throws ConfigError listing every problem, one line each. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`));
-  }
-  const e = parsed.data;
+  // Each variable is checked on its own so that every problem is reported at once, one line each.
   const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(EnvSchema.shape)) {
+    const result = (schema as z.ZodType).safeParse(env[name]);
+    if (result.success) values[name] = result.data;
+    else problems.push(`${name}: ${result.error.issues.map((issue) => issue.message).join("; ")}`);
+  }
+  const e = values as z.output<typeof EnvSchema>;
   const mode: PaymentMode =
     e.PAYMENT_MODE ??
     (e.X402_FACILITATOR_URL ? "facilitator" : e.X402_SETTLER_PRIVATE_KEY ? "self" : "local");
 
-  if (mode === "facilitator" && !e.X402_FACILITATOR_URL) {
+  if (mode === "facilitator" && !env.X402_FACILITATOR_URL) {
     problems.push("X402_FACILITATOR_URL: required when PAYMENT_MODE=facilitator");
   }
   if (mode === "self") {
     if (!e.X402_SETTLER_PRIVATE_KEY)
       problems.push("X402_SETTLER_PRIVATE_KEY: required when PAYMENT_MODE=self");
-    if (!e.RPC_URL) problems.push("RPC_URL: required when PAYMENT_MODE=self");
+    if (!env.RPC_URL) problems.push("RPC_URL: required when PAYMENT_MODE=self");
   }
-  if (mode !== "local" && !e.X402_PAY_TO) {
+  if (mode !== "local" && !e.X402_PAY_TO && !env.X402_PAY_TO) {
     problems.push(`X402_PAY_TO: required when PAYMENT_MODE=${mode} (the address that receives payments)`);
   }
-  const chainId = Number(e.X402_NETWORK.split(":")[1]);
-  if (mode === "local" && e.X402_NETWORK !== BASE_NETWORK) {
+  const chainId = Number(e.X402_NETWORK?.split(":")[1]);
+  if (mode === "local" && e.X402_NETWORK && e.X402_NETWORK !== BASE_NETWORK) {
     problems.push(`X402_NETWORK: local mode runs a Base (${BASE_NETWORK}) test chain; got ${e.X402_NETWORK}`);
   }
   if (e.DATABASE_URL && !e.DATABASE_URL.startsWith("sqlite:")) {

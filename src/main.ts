@@ -1,6 +1,10 @@
+import { serve } from "@hono/node-server";
 import { ConfigError, loadConfig } from "./config.ts";
 import { createLogger } from "./log.ts";
+import { inProcessFacilitator } from "./payments/facilitator.ts";
+import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
 import { formatRevenueReport } from "./payments/ledger-report.ts";
+import { createSettlerSigner } from "./payments/settler-signer.ts";
 import { startService } from "./serve.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 
@@ -9,6 +13,10 @@ const USAGE = `usage: utility402 <command>
 commands:
   serve    run the HTTP service (default; local test chain unless payments are configured)
   ledger   print revenue from settled payments by operation and by day (--json for machine output)
+  facilitator [--port N]
+           run a standalone x402 facilitator (GET /supported, POST /verify, POST /settle) that settles
+           with X402_SETTLER_PRIVATE_KEY over RPC_URL, for several API instances to share one key;
+           FACILITATOR_AUTH_TOKEN, when set, is required as a bearer token
   help     show this text
 
 Configuration comes from the environment; see the README.`;
@@ -57,6 +65,35 @@ async function ledgerCommand(args: string[]): Promise<void> {
   }
 }
 
+async function facilitatorCommand(args: string[]): Promise<void> {
+  const config = loadConfig();
+  const { settlerPrivateKey, rpcUrl, network, chainId } = config.payment;
+  const problems = [
+    ...(settlerPrivateKey ? [] : ["X402_SETTLER_PRIVATE_KEY: required to run a facilitator"]),
+    ...(rpcUrl ? [] : ["RPC_URL: required to run a facilitator"]),
+  ];
+  if (problems.length > 0) throw new ConfigError(problems);
+  const portIndex = args.indexOf("--port");
+  const port = portIndex >= 0 ? Number(args[portIndex + 1]) : 8403;
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new ConfigError([`--port: invalid port "${args[portIndex + 1]}"`]);
+  const log = createLogger(config.logLevel);
+  const signer = createSettlerSigner({
+    privateKey: settlerPrivateKey as `0x${string}`,
+    rpcUrl: rpcUrl as string,
+    chainId,
+    pollingIntervalMs: 250,
+  });
+  const app = buildFacilitatorApp(inProcessFacilitator(signer, network), {
+    authToken: process.env.FACILITATOR_AUTH_TOKEN || undefined,
+  });
+  const server = serve({ fetch: app.fetch, port, hostname: config.host });
+  log.info({ port, network, settler: signer.address }, "facilitator listening");
+  const shutdown = () => server.close(() => process.exit(0));
+  process.once("SIGTERM", shutdown);
+  process.once("SIGINT", shutdown);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command = "serve", ...args] = argv;
   switch (command) {
@@ -64,6 +101,8 @@ async function main(argv: string[]): Promise<void> {
       return serveCommand();
     case "ledger":
       return ledgerCommand(args);
+    case "facilitator":
+      return facilitatorCommand(args);
     case "help":
     case "--help":
     case "-h":

@@ -79,7 +79,7 @@ export async function buildPaymentTerms(
     [requirements],
     { url, description: operation.summary, mimeType: operation.outputContentType },
     undefined,
-    bazaarDeclaration(operation),
+    resourceServer.enrichExtensions(bazaarDeclaration(operation), context),
     context,
   );
   return { requirements, paymentRequired, header: encodePaymentRequiredHeader(paymentRequired) };

@@ -1,0 +1,208 @@
+import { createHash } from "node:crypto";
+import { createConfig, lintFromString } from "@redocly/openapi-core";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { atomicPrice, isImplemented, OPERATIONS } from "../src/catalog/registry.ts";
+import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../src/config.ts";
+import { startTestService, type TestService } from "./helpers/service.ts";
+
+const SPEC_PRICES: Record<string, [string, string]> = {
+  "POST /v1/tender-shortlist": ["0.15", "150000"],
+  "GET /v1/tender-shortlist": ["0.15", "150000"],
+  "POST /v1/csv-cleanup": ["2.00", "2000000"],
+  "POST /v1/research-brief": ["5.00", "5000000"],
+  "POST /v1/json-diff": ["0.01", "10000"],
+  "POST /v1/openapi-audit": ["0.05", "50000"],
+  "POST /v1/unit-convert": ["0.01", "10000"],
+  "POST /v1/humanoid-fmea-query": ["0.05", "50000"],
+  "POST /v1/clinical-trials-query": ["0.05", "50000"],
+  "POST /v1/chain-arbitrage-snapshot": ["0.03", "30000"],
+  "GET /v1/products/csv-json-quality-toolkit": ["9.00", "9000000"],
+  "GET /v1/products/agent-safe-paid-work-kit": ["15.00", "15000000"],
+  "GET /v1/products/automation-data-toolkit-bundle": ["24.00", "24000000"],
+  "GET /v1/products/engineering-unit-conversion-api": ["19.00", "19000000"],
+  "GET /v1/products/clinical-trials-outcomes-post-2020": ["99.00", "99000000"],
+};
+
+const routeKey = (operation: { method: string; path: string }) => `${operation.method} ${operation.path}`;
+
+describe("discovery documents agree with the registry", () => {
+  let service: TestService;
+  let openapi: Record<string, any>;
+  let catalog: Record<string, any>;
+  let manifest: Record<string, any>;
+  let skills: Record<string, any>;
+
+  beforeAll(async () => {
+    service = await startTestService();
+    const get = async (path: string) => {
+      const response = await fetch(service.url + path);
+      expect(response.status).toBe(200);
+      return response.json();
+    };
+    [openapi, catalog, manifest, skills] = await Promise.all(
+      ["/openapi.json", "/catalog.json", "/.well-known/x402", "/.well-known/agent-skills/index.json"].map(
+        get,
+      ),
+    );
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("the registry holds the 15 paid operations of SPEC.md at their exact prices", () => {
+    expect(
+      Object.fromEntries(OPERATIONS.map((op) => [routeKey(op), [op.priceUsd, atomicPrice(op)]])),
+    ).toEqual(SPEC_PRICES);
+  });
+
+  it("every implemented operation's 402 carries the registry's terms, identical to the manifest's", async () => {
+    for (const operation of OPERATIONS.filter(isImplemented)) {
+      const example = operation.example.input as Record<string, string> | undefined;
+      const url =
+        operation.inputFrom === "query"
+          ? `${service.url}${operation.path}?${new URLSearchParams(example)}`
+          : service.url + operation.path;
+      const response = await fetch(url, {
+        method: operation.method,
+        ...(operation.inputFrom === "body"
+          ? { headers: { "content-type": "application/json" }, body: JSON.stringify(example ?? {}) }
+          : {}),
+      });
+      expect(response.status, operation.id).toBe(402);
+      const header = response.headers.get("PAYMENT-REQUIRED") as string;
+      const terms = decodePaymentRequiredHeader(header);
+      expect(terms.x402Version).toBe(2);
+      expect(terms.resource.url).toBe(service.url + operation.path);
+      expect(terms.accepts).toEqual([
+        {
+          scheme: "exact",
+          network: BASE_NETWORK,
+          asset: BASE_USDC_ADDRESS,
+          amount: atomicPrice(operation),
+          payTo: service.payTo,
+          maxTimeoutSeconds: 120,
+          extra: { name: "USD Coin", version: "2" },
+        },
+      ]);
+      const body = await response.json();
+      expect(body).toMatchObject({
+        status: 402,
+        x402Version: 2,
+        accepts: terms.accepts,
+        resource: terms.resource,
+      });
+      const entry = manifest.resources.find(
+        (r: any) => r.resource === terms.resource.url && r.method === operation.method,
+      );
+      expect(entry.accepts).toEqual(terms.accepts);
+      expect(entry.extensions).toEqual(terms.extensions);
+    }
+  });
+
+  it("an operation that has not landed answers 501 and never asks for payment", async () => {
+    for (const operation of OPERATIONS.filter((op) => !isImplemented(op))) {
+      const response = await fetch(
+        service.url + operation.path,
+        operation.method === "POST"
+          ? {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify(operation.example.input ?? {}),
+            }
+          : {},
+      );
+      expect(response.status, operation.id).toBe(501);
+      expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+      expect(response.headers.get("content-type")).toBe("application/problem+json");
+    }
+  });
+
+  it("/.well-known/x402 lists every paid resource with its accepts and the Bazaar extension", () => {
+    expect(manifest).toMatchObject({ version: 1, x402Version: 2 });
+    expect(manifest.resources).toHaveLength(OPERATIONS.length);
+    for (const operation of OPERATIONS) {
+      const entry = manifest.resources.find(
+        (r: any) => r.resource === service.url + operation.path && r.method === operation.method,
+      );
+      expect(entry, operation.id).toBeDefined();
+      expect(entry.accepts[0].amount).toBe(atomicPrice(operation));
+      expect(entry.extensions.bazaar.info.input.method).toBe(operation.method);
+    }
+  });
+
+  it("/openapi.json declares every operation with its price, schemas, 400/402 and how to pay", () => {
+    expect(openapi.openapi).toBe("3.1.0");
+    expect(openapi.info.version).toBe("1.0.0");
+    expect(openapi.components.securitySchemes.x402).toMatchObject({
+      type: "apiKey",
+      in: "header",
+      name: "PAYMENT-SIGNATURE",
+    });
+    for (const operation of OPERATIONS) {
+      const entry = openapi.paths[operation.path][operation.method.toLowerCase()];
+      expect(entry, operation.id).toBeDefined();
+      expect(entry.operationId).toBe(operation.id);
+      expect(entry["x-payment-info"]).toMatchObject({
+        priceUsd: operation.priceUsd,
+        amount: atomicPrice(operation),
+      });
+      expect(entry.security).toEqual([{ x402: [] }]);
+      expect(Object.keys(entry.responses)).toEqual(expect.arrayContaining(["400", "402"]));
+      if (operation.inputFrom === "body")
+        expect(entry.requestBody.content["application/json"].schema).toBeDefined();
+      if (operation.inputFrom === "query") expect(entry.parameters.length).toBeGreaterThan(0);
+    }
+    expect(openapi.paths["/v1/jobs/{id}"].get.security).toEqual([]);
+  });
+
+  it("/openapi.json lints with zero errors under Redocly's recommended rules", async () => {
+    const config = await createConfig({ extends: ["recommended"] });
+    const problems = await lintFromString({
+      source: JSON.stringify(openapi),
+      absoluteRef: `${service.url}/openapi.json`,
+      config,
+    });
+    const errors = problems.filter((problem) => problem.severity === "error");
+    expect(errors.map((e) => `${e.ruleId}: ${e.message} at ${e.location[0]?.pointer}`)).toEqual([]);
+  });
+
+  it("/catalog.json lists every operation and product with USD and atomic prices and schemas", () => {
+    expect(catalog.payment).toMatchObject({
+      protocol: "x402",
+      x402Version: 2,
+      network: BASE_NETWORK,
+      asset: BASE_USDC_ADDRESS,
+    });
+    const entries = [...catalog.operations, ...catalog.products];
+    expect(entries).toHaveLength(OPERATIONS.length);
+    expect(catalog.products).toHaveLength(5);
+    for (const operation of OPERATIONS) {
+      const entry = entries.find((e: any) => e.id === operation.id);
+      expect(entry, operation.id).toMatchObject({
+        method: operation.method,
+        path: operation.path,
+        price: { usd: operation.priceUsd, atomic: atomicPrice(operation) },
+        available: isImplemented(operation),
+      });
+      if (operation.inputFrom !== "none")
+        expect(entry.input.schema.type ?? entry.input.schema.$ref).toBeDefined();
+    }
+  });
+
+  it("the skills index has one SKILL.md per operation, each digest over the exact bytes served", async () => {
+    expect(skills.$schema).toMatch(/^https:\/\/schemas\.agentskills\.io\/discovery\//);
+    expect(skills.skills.map((s: any) => s.name).sort()).toEqual(OPERATIONS.map((op) => op.id).sort());
+    for (const skill of skills.skills) {
+      expect(skill.type).toBe("skill-md");
+      const response = await fetch(skill.url);
+      expect(response.status).toBe(200);
+      const bytes = Buffer.from(await response.arrayBuffer());
+      expect(skill.digest).toBe(`sha256:${createHash("sha256").update(bytes).digest("hex")}`);
+      const text = bytes.toString("utf8");
+      expect(text.startsWith(`---\nname: ${skill.name}\n`)).toBe(true);
+      const operation = OPERATIONS.find((op) => op.id === skill.name);
+      expect(text).toContain(`USD ${operation?.priceUsd}`);
+    }
+  });
+});

@@ -1,0 +1,85 @@
+import type { Server } from "node:http";
+import { serve } from "@hono/node-server";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
+import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
+import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
+import { BASE_NETWORK } from "../src/config.ts";
+import { inProcessFacilitator } from "../src/payments/facilitator.ts";
+import { buildFacilitatorApp } from "../src/payments/facilitator-server.ts";
+import { createSettlerSigner } from "../src/payments/settler-signer.ts";
+import { freePort, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
+
+const AUTH_TOKEN = "test-facilitator-token";
+
+describe("facilitator mode: a remote facilitator over HTTP", () => {
+  let chain: LocalChain;
+  let facilitatorServer: Server | undefined;
+  let service: TestService;
+  let balanceOf: ReturnType<typeof usdcBalances>;
+  const payer = createPayer(devPrivateKey(3));
+  const payTo = devAccounts().payTo.address;
+
+  const stopFacilitator = () =>
+    new Promise<void>((resolve) => {
+      if (!facilitatorServer) return resolve();
+      facilitatorServer.close(() => resolve());
+      facilitatorServer.closeAllConnections();
+      facilitatorServer = undefined;
+    });
+
+  beforeAll(async () => {
+    chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    balanceOf = usdcBalances(chain.rpcUrl);
+    const signer = createSettlerSigner({
+      privateKey: devPrivateKey(0),
+      rpcUrl: chain.rpcUrl,
+      chainId: 8453,
+      pollingIntervalMs: 50,
+    });
+    const app = buildFacilitatorApp(inProcessFacilitator(signer, BASE_NETWORK), { authToken: AUTH_TOKEN });
+    const port = await freePort();
+    facilitatorServer = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }) as Server;
+    service = await startTestService({
+      PAYMENT_MODE: "facilitator",
+      X402_FACILITATOR_URL: `http://127.0.0.1:${port}`,
+      X402_FACILITATOR_AUTH_VALUE: `Bearer ${AUTH_TOKEN}`,
+      X402_PAY_TO: payTo,
+    });
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await stopFacilitator();
+    await chain?.stop();
+  });
+
+  it("settles through the remote facilitator and charges exactly the price", async () => {
+    const before = await balanceOf(payer.address);
+    const response = await payer.fetch(`${service.url}/v1/csv-cleanup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ rows: [{ a: 1 }, { a: 1 }] }),
+    });
+    expect(response.status).toBe(200);
+    expect(paymentReceipt(response)?.success).toBe(true);
+    expect(await balanceOf(payer.address)).toBe(before - 2_000_000n);
+    const ready = await (await fetch(`${service.url}/readyz`)).json();
+    expect(ready.checks.facilitator).toMatch(/^ok/);
+  });
+
+  it("answers 503 with Retry-After and charges nothing while the facilitator is down", async () => {
+    const before = await balanceOf(payer.address);
+    await stopFacilitator();
+    const response = await payer.fetch(`${service.url}/v1/csv-cleanup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ rows: [{ a: 2 }] }),
+    });
+    expect(response.status).toBe(503);
+    expect(response.headers.get("retry-after")).toBe("5");
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
+    expect(await balanceOf(payer.address)).toBe(before);
+    expect((await fetch(`${service.url}/readyz`)).status).toBe(503);
+  });
+});
