@@ -150,9 +150,12 @@ export async function startService(
         shuttingDown = true;
         log.info("shutting down: no new connections, finishing in-flight requests");
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Keep-alive connections become idle as their last response goes out: close them as they do.
+        const sweeper = setInterval(() => server.closeIdleConnections(), 50);
         server.closeIdleConnections();
         const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs).unref();
         await closed;
+        clearInterval(sweeper);
         await withTimeout(gate.drain(), config.shutdownTimeoutMs).catch(() =>
           log.error("shutdown: a settlement did not finish in time"),
         );

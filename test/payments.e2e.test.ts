@@ -206,3 +206,44 @@ describe("paid calls on the local chain (local mode)", () => {
     expect(ready.status).toBe(503);
   });
 });
+
+describe("graceful shutdown", () => {
+  it("finishes an in-flight paid call, settles it, then stops accepting", async () => {
+    let started: () => void = () => {};
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const slow = defineOperation({
+      ...csvCleanup,
+      id: "test-slow",
+      path: "/v1/test-slow",
+      handler: async (input, ctx) => {
+        started();
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        return (csvCleanup.handler as NonNullable<typeof csvCleanup.handler>)(input, ctx);
+      },
+    });
+    const service = await startTestService({}, { operations: [slow] });
+    try {
+      const balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+      const payer = createPayer(devPrivateKey(6));
+      const before = await balanceOf(payer.address);
+      const inFlight = payer.fetch(`${service.url}/v1/test-slow`, post({ body: body([{ id: "x" }]) }));
+      await running;
+      const afterBalance = (async () => {
+        const response = await inFlight;
+        // The chain is still up until the settlement finished: read the balance before stop() completes.
+        return { response, balance: await balanceOf(payer.address) };
+      })();
+      const stopping = service.stop();
+      const { response, balance } = await afterBalance;
+      expect(response.status).toBe(200);
+      expect(paymentReceipt(response)?.success).toBe(true);
+      expect(balance).toBe(before - CSV_PRICE);
+      await stopping;
+      await expect(fetch(`${service.url}/healthz`)).rejects.toThrow();
+    } finally {
+      await service.stop();
+    }
+  });
+});

@@ -1,13 +1,34 @@
 import { z } from "zod";
 
-export const CellValue = z.union([z.string(), z.number(), z.boolean(), z.null()], {
-  error: "a cell must be a string, number, boolean or null (objects and arrays are not allowed)",
-});
+type Cell = string | number | boolean | null;
 
+const isCell = (value: unknown): value is Cell =>
+  value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean";
+
+/**
+ * A row is checked in place rather than rebuilt by z.record, which silently drops an own
+ * "__proto__" key (a legal column name in JSON); the metadata gives the generated JSON Schema.
+ */
 export const CleanupRow = z
-  .record(z.string(), CellValue, { error: "a row must be an object of cells" })
+  .custom<Record<string, Cell>>(
+    (value) => typeof value === "object" && value !== null && !Array.isArray(value),
+    { error: "a row must be an object of cells" },
+  )
+  .superRefine((row, ctx) => {
+    for (const [column, value] of Object.entries(row)) {
+      if (!isCell(value)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [column],
+          message: "a cell must be a string, number, boolean or null (objects and arrays are not allowed)",
+        });
+      }
+    }
+  })
   .meta({
     id: "CleanupRow",
+    type: "object",
+    additionalProperties: { type: ["string", "number", "boolean", "null"] },
     description: "One row: property values are each a string, number, boolean or null.",
     example: { id: "A-1", name: " Ada Lovelace ", email: "ADA@example.org" },
   });

@@ -83,3 +83,42 @@ describe("facilitator mode: a remote facilitator over HTTP", () => {
     expect((await fetch(`${service.url}/readyz`)).status).toBe(503);
   });
 });
+
+describe("self mode: the operator's key over the operator's RPC", () => {
+  let chain: LocalChain;
+  let service: TestService;
+
+  beforeAll(async () => {
+    chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    service = await startTestService({
+      X402_SETTLER_PRIVATE_KEY: devPrivateKey(9),
+      RPC_URL: chain.rpcUrl,
+      X402_PAY_TO: devAccounts().payTo.address,
+    });
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await chain?.stop();
+  });
+
+  it("settles with the configured key and charges exactly the price", async () => {
+    expect(service.config.payment.mode).toBe("self");
+    expect(service.localChain).toBeUndefined();
+    const balanceOf = usdcBalances(chain.rpcUrl);
+    const payer = createPayer(devPrivateKey(5));
+    const before = await balanceOf(payer.address);
+    const responses = await Promise.all(
+      [1, 2, 3, 4].map((n) =>
+        payer.fetch(`${service.url}/v1/csv-cleanup`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ rows: [{ n }] }),
+        }),
+      ),
+    );
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(await balanceOf(payer.address)).toBe(before - 4n * 2_000_000n);
+    const ready = await (await fetch(`${service.url}/readyz`)).json();
+    expect(ready.checks.chain).toMatch(/^ok/);
+  });
+});
