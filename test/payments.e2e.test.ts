@@ -1,7 +1,11 @@
+import { createPublicClient, createWalletClient, http, parseAbi } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineOperation } from "../src/catalog/operation.ts";
-import { devPrivateKey } from "../src/chain/dev-accounts.ts";
+import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
+import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { Problem } from "../src/problem.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
@@ -204,6 +208,60 @@ describe("paid calls on the local chain (local mode)", () => {
     expect((await response.json()).detail).toContain("nothing was charged");
     const ready = await fetch(`${service.url}/readyz`);
     expect(ready.status).toBe(503);
+  });
+});
+
+describe("settlement that fails after the work ran", () => {
+  it("answers 402 with the reason, withholds the result and takes nothing", async () => {
+    let drain: () => Promise<void> = async () => {};
+    // While the operation runs, the payer empties its USDC balance, so the settlement must fail.
+    const drainsPayerFirst = defineOperation({
+      ...csvCleanup,
+      id: "test-drains-payer",
+      path: "/v1/test-drains-payer",
+      handler: async (input, ctx) => {
+        await drain();
+        return (csvCleanup.handler as NonNullable<typeof csvCleanup.handler>)(input, ctx);
+      },
+    });
+    const service = await startTestService({}, { operations: [drainsPayerFirst] });
+    try {
+      const rpcUrl = service.localChain?.rpcUrl as string;
+      const balanceOf = usdcBalances(rpcUrl);
+      const payer = createPayer(devPrivateKey(7));
+      const sink = devAccounts().clients[7]?.address as `0x${string}`;
+      drain = async () => {
+        const balance = await balanceOf(payer.address);
+        const client = createWalletClient({
+          account: privateKeyToAccount(devPrivateKey(7)),
+          transport: http(rpcUrl),
+          chain: { ...base, rpcUrls: { default: { http: [rpcUrl] } } },
+        });
+        const hash = await client.writeContract({
+          address: BASE_USDC_ADDRESS,
+          abi: parseAbi(["function transfer(address,uint256) returns (bool)"]),
+          functionName: "transfer",
+          args: [sink, balance],
+        });
+        await createPublicClient({ transport: http(rpcUrl) }).waitForTransactionReceipt({ hash });
+      };
+      const payToBefore = await balanceOf(service.payTo);
+      const response = await payer.fetch(`${service.url}/v1/test-drains-payer`, post({ body: body([{ id: "x" }]) }));
+      expect(response.status).toBe(402);
+      const problem = await response.json();
+      expect(problem.type).toBe("urn:utility402:problem:payment-rejected");
+      expect(problem.rows).toBeUndefined();
+      expect(response.headers.get("PAYMENT-REQUIRED")).toBeTruthy();
+      expect(await balanceOf(service.payTo)).toBe(payToBefore);
+
+      const store = new SqliteStore(service.config.sqlitePath);
+      expect(await store.paymentCounts()).toEqual([
+        { operationId: "test-drains-payer", state: "failed", count: 1 },
+      ]);
+      await store.close();
+    } finally {
+      await service.stop();
+    }
   });
 });
 

@@ -31,16 +31,14 @@ export function formatRevenueReport(rows: RevenueRow[]): string {
   return `Revenue by day and operation\n${render(table)}\nRevenue by operation\n${render(operations)}`;
 }
 
+/** Text columns left-aligned, numeric columns right-aligned. */
 function render(rows: string[][]): string {
-  const widths =
-    rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
-  return `${rows
-    .map((row) =>
-      row
-        .map((cell, column) =>
-          column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0),
-        )
-        .join("  "),
-    )
-    .join("\n")}\n`;
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
+  const numeric = widths.map((_, column) => rows.slice(1).every((row) => /^[\d.]+$/.test(row[column] ?? "")));
+  const line = (row: string[]) =>
+    row
+      .map((cell, column) => (numeric[column] ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  return `${rows.map(line).join("\n")}\n`;
 }
