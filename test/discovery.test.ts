@@ -156,15 +156,17 @@ describe("discovery documents agree with the registry", () => {
     expect(openapi.paths["/v1/jobs/{id}"].get.security).toEqual([]);
   });
 
-  it("/openapi.json lints with zero errors under Redocly's recommended rules", async () => {
+  it("/openapi.json lints clean (no errors, no warnings) under Redocly's recommended rules", async () => {
     const config = await createConfig({ extends: ["recommended"] });
     const problems = await lintFromString({
       source: JSON.stringify(openapi),
       absoluteRef: `${service.url}/openapi.json`,
       config,
     });
-    const errors = problems.filter((problem) => problem.severity === "error");
-    expect(errors.map((e) => `${e.ruleId}: ${e.message} at ${e.location[0]?.pointer}`)).toEqual([]);
+    // Zero errors is the bar; the document is also kept free of warnings.
+    expect(
+      problems.map((e) => `${e.severity} ${e.ruleId}: ${e.message} at ${e.location[0]?.pointer}`),
+    ).toEqual([]);
   });
 
   it("/catalog.json lists every operation and product with USD and atomic prices and schemas", () => {

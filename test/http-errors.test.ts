@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type TestService, startTestService } from "./helpers/service.ts";
+import { freePort, startTestService, type TestService } from "./helpers/service.ts";
 
 // No chain is needed to refuse bad input: a facilitator that is not running is enough, and
 // proves that nothing here ever reaches payment.
@@ -29,7 +29,10 @@ describe("bad input never reaches payment and always gets problem+json", () => {
   };
 
   it("JSON that does not parse is a 400 pointing at the body", async () => {
-    const body = await expectProblem(await call("/v1/csv-cleanup", { method: "POST", body: "{rows: [" }), 400);
+    const body = await expectProblem(
+      await call("/v1/csv-cleanup", { method: "POST", body: "{rows: [" }),
+      400,
+    );
     expect(body.errors).toEqual([{ pointer: "", message: expect.stringContaining("not valid JSON") }]);
   });
 
@@ -41,7 +44,10 @@ describe("bad input never reaches payment and always gets problem+json", () => {
 
   it("a body over the limit is a 413", async () => {
     const rows = Array.from({ length: 500 }, (_, i) => ({ id: i, text: "x".repeat(2100) }));
-    await expectProblem(await call("/v1/csv-cleanup", { method: "POST", body: JSON.stringify({ rows }) }), 413);
+    await expectProblem(
+      await call("/v1/csv-cleanup", { method: "POST", body: JSON.stringify({ rows }) }),
+      413,
+    );
   });
 
   it("a non-object body, wrong types and out-of-range values point at each field", async () => {
@@ -54,23 +60,34 @@ describe("bad input never reaches payment and always gets problem+json", () => {
       }),
       400,
     );
-    expect(body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual(["/keyColumns", "/trimStrings"]);
+    expect(body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual([
+      "/keyColumns",
+      "/trimStrings",
+    ]);
     body = await expectProblem(
-      await call("/v1/research-brief", { method: "POST", body: JSON.stringify({ question: "short", maxWords: 5000 }) }),
+      await call("/v1/research-brief", {
+        method: "POST",
+        body: JSON.stringify({ question: "short", maxWords: 5000 }),
+      }),
       400,
     );
     expect(body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual(["/maxWords", "/question"]);
   });
 
   it("query parameters are validated like a body, arrays repeated or comma-separated", async () => {
-    let body = await expectProblem(await call("/v1/tender-shortlist?maxResults=31&countries=DEU,fr&bogus=1"), 400);
+    let body = await expectProblem(
+      await call("/v1/tender-shortlist?maxResults=31&countries=DEU,fr&bogus=1"),
+      400,
+    );
     expect(body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual([
       "/bogus",
       "/countries/1",
       "/maxResults",
     ]);
     body = await expectProblem(await call("/v1/tender-shortlist?query=a&query=b"), 400);
-    expect(body.errors).toEqual([{ pointer: "/query", message: "given more than once; this parameter takes one value" }]);
+    expect(body.errors).toEqual([
+      { pointer: "/query", message: "given more than once; this parameter takes one value" },
+    ]);
     await expectProblem(await call("/v1/tender-shortlist?countries=DEU&countries=FRA&maxResults=5"), 501);
   });
 
@@ -88,13 +105,17 @@ describe("bad input never reaches payment and always gets problem+json", () => {
   });
 
   it("a valid paid call while the facilitator is down is a 503 with Retry-After, never a 500", async () => {
-    const unpaid = await call("/v1/csv-cleanup", { method: "POST", body: JSON.stringify({ rows: [{ a: 1 }] }) });
+    const unpaid = await call("/v1/csv-cleanup", {
+      method: "POST",
+      body: JSON.stringify({ rows: [{ a: 1 }] }),
+    });
     expect(unpaid.status).toBe(402);
     const payment = Buffer.from(
       JSON.stringify({
         x402Version: 2,
-        accepted: JSON.parse(Buffer.from(unpaid.headers.get("PAYMENT-REQUIRED") as string, "base64").toString())
-          .accepts[0],
+        accepted: JSON.parse(
+          Buffer.from(unpaid.headers.get("PAYMENT-REQUIRED") as string, "base64").toString(),
+        ).accepts[0],
         payload: {
           signature: `0x${"11".repeat(65)}`,
           authorization: {

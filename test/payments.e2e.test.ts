@@ -246,7 +246,10 @@ describe("settlement that fails after the work ran", () => {
         await createPublicClient({ transport: http(rpcUrl) }).waitForTransactionReceipt({ hash });
       };
       const payToBefore = await balanceOf(service.payTo);
-      const response = await payer.fetch(`${service.url}/v1/test-drains-payer`, post({ body: body([{ id: "x" }]) }));
+      const response = await payer.fetch(
+        `${service.url}/v1/test-drains-payer`,
+        post({ body: body([{ id: "x" }]) }),
+      );
       expect(response.status).toBe(402);
       const problem = await response.json();
       expect(problem.type).toBe("urn:utility402:problem:payment-rejected");

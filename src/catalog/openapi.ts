@@ -4,7 +4,7 @@ import type { PaymentTerms } from "../payments/terms.ts";
 import { JobIdParam, JobRecordSchema } from "./jobs-schema.ts";
 import type { AnyOperation } from "./operation.ts";
 import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
-import { SERVICE } from "./service.ts";
+import { SERVICE, TAG_DESCRIPTIONS } from "./service.ts";
 
 const FieldErrorSchema = z.object({
   pointer: z.string().meta({ description: "JSON Pointer (RFC 6901) into the request input." }),
@@ -185,9 +185,14 @@ export function buildOpenApiDocument(
       title: SERVICE.name,
       version: "1.0.0",
       description: SERVICE.description,
-      license: { name: "Proprietary" },
+      // SPDX LicenseRef for the service's own terms; openapi3-ts's type predates 3.1's `identifier`.
+      license: { name: "Proprietary", identifier: "LicenseRef-utility402" } as { name: string },
     },
     servers: [{ url: baseUrl }],
-    tags: [...new Set(operations.flatMap((operation) => operation.tags))].map((name) => ({ name })),
+    tags: [...new Set(operations.flatMap((operation) => operation.tags))].map((name) => {
+      const description = TAG_DESCRIPTIONS[name];
+      if (!description) throw new Error(`tag "${name}" has no description in TAG_DESCRIPTIONS`);
+      return { name, description };
+    }),
   }) as unknown as Record<string, unknown>;
 }

@@ -33,11 +33,14 @@ export function formatRevenueReport(rows: RevenueRow[]): string {
 
 /** Text columns left-aligned, numeric columns right-aligned. */
 function render(rows: string[][]): string {
-  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
+  const widths =
+    rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
   const numeric = widths.map((_, column) => rows.slice(1).every((row) => /^[\d.]+$/.test(row[column] ?? "")));
   const line = (row: string[]) =>
     row
-      .map((cell, column) => (numeric[column] ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0)))
+      .map((cell, column) =>
+        numeric[column] ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0),
+      )
       .join("  ")
       .trimEnd();
   return `${rows.map(line).join("\n")}\n`;

@@ -230,7 +230,9 @@ export class PaymentGate {
     }
     if (!settlement.success) {
       // Keep the first line: viem appends a multi-line call dump to revert messages.
-      const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split("\n")[0] as string;
+      const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split(
+        "\n",
+      )[0] as string;
       log.warn({ settlement }, "settlement failed: result withheld");
       const rejected = paymentRejected(terms, settlement.errorReason ?? "settlement_failed", reason);
       return finish(
