@@ -48,11 +48,7 @@ type Env = { Variables: RequestVariables };
 const send = (outcome: StoredOutcome) =>
   new Response(outcome.body, { status: outcome.status, headers: outcome.headers });
 
-const problemResponse = (problem: Problem, instance?: string) =>
-  new Response(JSON.stringify(problem.body(instance)), {
-    status: problem.status,
-    headers: { "content-type": "application/problem+json", ...problem.headers },
-  });
+const problemResponse = (problem: Problem, instance?: string) => send(problem.toResponse(instance));
 
 const json = (body: unknown) =>
   new Response(JSON.stringify(body), { headers: { "content-type": "application/json; charset=utf-8" } });

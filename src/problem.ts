@@ -43,6 +43,15 @@ export class Problem extends Error {
     this.extensions = { ...(options.errors ? { errors: options.errors } : {}), ...options.extensions };
   }
 
+  /** The whole HTTP answer: status, problem+json content type with this problem's headers, body. */
+  toResponse(instance?: string): { status: number; headers: Record<string, string>; body: string } {
+    return {
+      status: this.status,
+      headers: { "content-type": "application/problem+json", ...this.headers },
+      body: JSON.stringify(this.body(instance)),
+    };
+  }
+
   body(instance?: string): ProblemBody {
     return {
       type: PROBLEM_TYPE_BASE + this.slug,

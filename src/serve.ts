@@ -12,6 +12,7 @@ import { buildOpenApiDocument } from "./catalog/openapi.ts";
 import type { AnyOperation } from "./catalog/operation.ts";
 import { OPERATIONS } from "./catalog/registry.ts";
 import { buildX402Manifest } from "./catalog/x402-manifest.ts";
+import { createAuthorizationChecker } from "./chain/authorization-state.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
 import type { Config } from "./config.ts";
@@ -93,7 +94,14 @@ export async function startService(
     };
 
     const metrics = new Metrics();
-    const gate = new PaymentGate(resourceServer, store, metrics);
+    // Chain reads settle unknown outcomes from the token's own record (RPC_URL is optional in facilitator mode).
+    const chainRpc = inProcess?.rpcUrl ?? payment.rpcUrl;
+    const gate = new PaymentGate(
+      resourceServer,
+      store,
+      metrics,
+      chainRpc ? createAuthorizationChecker(chainRpc) : undefined,
+    );
     let shuttingDown = false;
 
     const readiness = async (): Promise<Readiness> => {

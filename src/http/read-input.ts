@@ -1,7 +1,14 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import type { AnyOperation } from "../catalog/operation.ts";
-import { type FieldError, invalidRequest, Problem, toPointer, zodIssuesToFieldErrors } from "../problem.ts";
+import {
+  escapePointerToken,
+  type FieldError,
+  invalidRequest,
+  Problem,
+  toPointer,
+  zodIssuesToFieldErrors,
+} from "../problem.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -80,10 +87,11 @@ const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
  */
 export function queryToObject(queries: Record<string, string[]>, schema: z.ZodType): Record<string, unknown> {
   const shape = (schema as unknown as { shape?: Record<string, z.ZodType> }).shape ?? {};
-  const result: Record<string, unknown> = {};
+  // Parameter names are data: "constructor" or "__proto__" must not reach prototype members.
+  const result: Record<string, unknown> = Object.create(null);
   const errors: FieldError[] = [];
   for (const [name, values] of Object.entries(queries)) {
-    const field = shape[name];
+    const field = Object.hasOwn(shape, name) ? shape[name] : undefined;
     const kind = field ? fieldKind(field) : "string";
     if (kind === "array") {
       result[name] = values.flatMap((value) => value.split(",")).map((value) => value.trim());

@@ -6,14 +6,19 @@ import {
 } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
 import {
+  FacilitatorResponseError,
   type PaymentPayload,
   type PaymentRequirements,
   type SettleResponse,
+  SettleError,
   VerifyError,
 } from "@x402/core/types";
 import type { Logger } from "pino";
+import { z } from "zod";
 import { canonicalJson } from "../canonical-json.ts";
 import type { AnyOperation, OperationResult } from "../catalog/operation.ts";
+import type { AuthorizationChecker } from "../chain/authorization-state.ts";
+import { ChainUnavailableError, isTransportError } from "../chain/transport-failures.ts";
 import type { Metrics } from "../metrics.ts";
 import { Problem } from "../problem.ts";
 import type { PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
@@ -24,8 +29,16 @@ export const PAYMENT_REQUIRED_HEADER = "PAYMENT-REQUIRED";
 export const PAYMENT_RESPONSE_HEADER = "PAYMENT-RESPONSE";
 /** Seconds a client should wait before retrying when payments cannot be processed right now. */
 const RETRY_AFTER_SECONDS = "5";
-/** How long a duplicate request waits for the first one carrying the same payment. */
+/** How long a request waits for another one (maybe at another instance) that holds the same payment. */
 const DUPLICATE_WAIT_MS = 60_000;
+/** Beyond the operation's own time, how long a payment's owner may take to settle before others may take over. */
+const LEASE_MARGIN_MS = 30_000;
+/**
+ * A settled outcome is replayed to the same payment only until shortly after the authorization
+ * expires: the signed payload is public in the settlement transaction's calldata, so replaying
+ * it forever would give the paid result to anyone who reads the chain.
+ */
+const REPLAY_GRACE_SECONDS = 60;
 
 export interface PaidCall {
   operation: AnyOperation;
@@ -37,20 +50,50 @@ export interface PaidCall {
   run: () => Promise<OperationResult<unknown>>;
 }
 
-const problemOutcome = (problem: Problem, extraHeaders: Record<string, string> = {}): StoredOutcome => ({
-  status: problem.status,
-  headers: { "content-type": "application/problem+json", ...problem.headers, ...extraHeaders },
-  body: JSON.stringify(problem.body()),
+const hex = (bytes?: number) =>
+  z
+    .string()
+    .regex(bytes ? new RegExp(`^0x[0-9a-fA-F]{${bytes * 2}}$`) : /^0x(?:[0-9a-fA-F]{2})+$/)
+    .transform((value) => value as `0x${string}`);
+const uint = z.string().regex(/^\d{1,78}$/);
+
+/** The EIP-3009 payload of the exact scheme, checked before anything reads it. */
+const Eip3009Payload = z.strictObject({
+  signature: z
+    .string()
+    .max(20_002)
+    .regex(/^0x(?:[0-9a-fA-F]{2})+$/),
+  authorization: z.strictObject({
+    from: hex(20),
+    to: hex(20),
+    value: uint,
+    validAfter: uint,
+    validBefore: uint,
+    nonce: hex(32),
+  }),
 });
+type Eip3009 = z.output<typeof Eip3009Payload>;
+
+interface PaymentIdentity {
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+  authorization: Eip3009["authorization"];
+  paymentKey: string;
+  payloadHash: string;
+  requestHash: string;
+}
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /**
- * The paid-call pipeline: verify → reserve (payer, nonce) → run → settle only on success.
+ * The paid-call pipeline: verify → reserve (payer, nonce) → run → keep the answer → settle only
+ * on success. See docs/payments.md.
  *
  * A payment is reserved in the store before any work, so the same payment arriving twice
  * (concurrently, later, or at another instance sharing the store) runs the work once and is
- * settled at most once; a retry of the identical request gets the stored outcome.
+ * settled at most once; a retry of the identical request gets the stored outcome. A payment whose
+ * settlement outcome is unknown (lost receipt, crash) stays open and is resolved from the token's
+ * own authorization state on the next retry.
  */
 export class PaymentGate {
   private readonly inflight = new Map<string, Promise<StoredOutcome>>();
@@ -62,6 +105,8 @@ export class PaymentGate {
     private readonly resourceServer: x402ResourceServer,
     private readonly store: Store,
     private readonly metrics: Metrics,
+    /** Chain access to resolve unknown settlements; absent in facilitator mode without RPC_URL. */
+    private readonly authorizations?: AuthorizationChecker,
   ) {}
 
   /** 402 for a call that carries no payment: the route's static terms, as header and as problem+json body. */
@@ -80,7 +125,7 @@ export class PaymentGate {
     };
   }
 
-  /** Resolves when no paid call is between verification and its final ledger state. */
+  /** Resolves when no paid call is between verification and its answer. */
   async drain(): Promise<void> {
     if (this.active === 0) return;
     await new Promise<void>((resolve) => {
@@ -93,7 +138,7 @@ export class PaymentGate {
     try {
       return await this.process(call);
     } catch (error) {
-      if (error instanceof Problem) return problemOutcome(error);
+      if (error instanceof Problem) return problemOutcome(error, call.operation.path);
       throw error;
     } finally {
       this.active--;
@@ -102,46 +147,85 @@ export class PaymentGate {
   }
 
   private async process(call: PaidCall): Promise<StoredOutcome> {
-    const { operation, terms } = call;
-    const payload = decodePayment(call.paymentHeader, terms);
-    const requirements = this.resourceServer.findMatchingRequirements([terms.requirements], payload);
-    if (!requirements) {
-      throw paymentRejected(
-        terms,
-        "payment_terms_mismatch",
-        `the payment does not match this route's terms (exact scheme, ${terms.requirements.network}, ` +
-          `asset ${terms.requirements.asset}, amount ${terms.requirements.amount}, payTo ${terms.requirements.payTo})`,
-      );
-    }
-    const authorization = (payload.payload as { authorization?: { from?: unknown; nonce?: unknown } })
-      .authorization;
-    if (typeof authorization?.from !== "string" || typeof authorization.nonce !== "string") {
-      throw paymentRejected(
-        terms,
-        "unsupported_payload",
-        "only EIP-3009 transferWithAuthorization payments are accepted",
-      );
-    }
-    const payer = authorization.from.toLowerCase();
-    const nonce = authorization.nonce.toLowerCase();
-    const paymentKey = `${requirements.network}:${requirements.asset}:${payer}:${nonce}`.toLowerCase();
-    const payloadHash = sha256(canonicalJson(payload.payload));
-    const requestHash = sha256(`${operation.id}\n${canonicalJson(call.input)}`);
-
-    const known = await this.store.getPayment(paymentKey);
-    if (known) return this.repeat(known, payloadHash, requestHash, terms);
+    const identity = this.identify(call);
+    const known = await this.store.getPayment(identity.paymentKey);
+    if (known) return this.repeat(known, identity, call);
 
     await this.ensureInitialized();
+    await this.verify(identity, call);
+    const reservation = await this.store.reservePayment({
+      paymentKey: identity.paymentKey,
+      payloadHash: identity.payloadHash,
+      requestHash: identity.requestHash,
+      operationId: call.operation.id,
+      network: identity.requirements.network,
+      asset: identity.requirements.asset,
+      amount: identity.requirements.amount,
+      payer: identity.authorization.from.toLowerCase(),
+      payTo: identity.requirements.payTo,
+      nonce: identity.authorization.nonce.toLowerCase(),
+      validBefore: Number(identity.authorization.validBefore),
+      requestId: call.requestId,
+      leaseUntil: this.leaseUntil(call),
+    });
+    if (!reservation.reserved) return this.repeat(reservation.existing, identity, call);
+    this.metrics.paymentState(call.operation.id, "verified");
+    return this.track(identity.paymentKey, () => this.runAndSettle(identity, call, null));
+  }
+
+  /** Decodes and checks the payment header against the route's terms; 402 for anything unusable. */
+  private identify(call: PaidCall): PaymentIdentity {
+    const { terms } = call;
+    let payload: PaymentPayload;
+    try {
+      payload = decodePaymentSignatureHeader(call.paymentHeader);
+    } catch {
+      throw this.rejected(call, "invalid_payload", `${PAYMENT_SIGNATURE_HEADER} is not a base64-encoded x402 payment`);
+    }
+    if (payload?.x402Version !== 2) {
+      throw this.rejected(call, "invalid_x402_version", "only x402 version 2 payment payloads are accepted");
+    }
+    const requirements =
+      typeof payload.accepted === "object" && payload.accepted !== null
+        ? this.resourceServer.findMatchingRequirements([terms.requirements], payload)
+        : undefined;
+    if (!requirements) {
+      const { network, asset, amount, payTo } = terms.requirements;
+      throw this.rejected(
+        call,
+        "payment_terms_mismatch",
+        `the payment does not match this route's terms (exact scheme, ${network}, asset ${asset}, amount ${amount}, payTo ${payTo})`,
+      );
+    }
+    const parsed = Eip3009Payload.safeParse(payload.payload);
+    if (!parsed.success) {
+      const where = parsed.error.issues[0]?.path.join(".") || "payload";
+      throw this.rejected(call, "invalid_payload", `the EIP-3009 payment payload is malformed at ${where}`);
+    }
+    const { authorization } = parsed.data;
+    return {
+      payload,
+      requirements,
+      authorization,
+      paymentKey: [requirements.network, requirements.asset, authorization.from, authorization.nonce]
+        .join(":")
+        .toLowerCase(),
+      payloadHash: sha256(canonicalJson(parsed.data)),
+      requestHash: sha256(`${call.operation.id}\n${canonicalJson(call.input)}`),
+    };
+  }
+
+  private async verify(identity: PaymentIdentity, call: PaidCall): Promise<void> {
     let verification: Awaited<ReturnType<x402ResourceServer["verifyPayment"]>>;
     try {
-      verification = await this.resourceServer.verifyPayment(payload, requirements);
+      verification = await this.resourceServer.verifyPayment(identity.payload, identity.requirements);
     } catch (error) {
       if (error instanceof VerifyError) {
-        throw paymentRejected(
-          terms,
-          error.invalidReason ?? "invalid_payment",
-          error.invalidMessage ?? error.message,
-        );
+        throw this.rejected(call, error.invalidReason ?? "invalid_payment", error.invalidMessage ?? error.message);
+      }
+      if (!isOutage(error)) {
+        call.log.warn({ err: error }, "payment verification failed");
+        throw this.rejected(call, "verification_failed", "the payment could not be verified");
       }
       call.log.warn({ err: error }, "payment verification unavailable");
       throw paymentsUnavailable(
@@ -149,125 +233,125 @@ export class PaymentGate {
       );
     }
     if (!verification.isValid) {
-      this.metrics.paymentRejected(operation.id, verification.invalidReason ?? "invalid");
-      throw paymentRejected(
-        terms,
-        verification.invalidReason ?? "invalid_payment",
-        verification.invalidMessage ?? verification.invalidReason ?? "the payment is not valid",
-      );
-    }
-
-    const reservation = await this.store.reservePayment({
-      paymentKey,
-      payloadHash,
-      requestHash,
-      operationId: operation.id,
-      network: requirements.network,
-      asset: requirements.asset,
-      amount: requirements.amount,
-      payer,
-      payTo: requirements.payTo,
-      nonce,
-      requestId: call.requestId,
-    });
-    if (!reservation.reserved) return this.repeat(reservation.existing, payloadHash, requestHash, terms);
-    this.metrics.paymentState(operation.id, "verified");
-
-    const work = this.runAndSettle(call, payload, requirements, paymentKey);
-    this.inflight.set(paymentKey, work);
-    try {
-      return await work;
-    } finally {
-      this.inflight.delete(paymentKey);
+      const reason = verification.invalidReason ?? "invalid_payment";
+      throw this.rejected(call, reason, verification.invalidMessage ?? reason);
     }
   }
 
+  /**
+   * Runs the operation (unless its answer is already kept from an earlier attempt), keeps the
+   * answer, then settles. Status ≥ 400 releases the payment; an unknown settlement leaves it open.
+   */
   private async runAndSettle(
+    identity: PaymentIdentity,
     call: PaidCall,
-    payload: PaymentPayload,
-    requirements: PaymentRequirements,
-    paymentKey: string,
+    kept: StoredOutcome | null,
   ): Promise<StoredOutcome> {
-    const { operation, terms, log } = call;
-    const finish = async (state: Exclude<PaymentState, "verified">, outcome: StoredOutcome, extra = {}) => {
-      await this.store.completePayment(paymentKey, { state, outcome, ...extra });
-      this.metrics.paymentState(operation.id, state);
-      return outcome;
-    };
-
-    let result: OperationResult<unknown>;
-    try {
-      result = await call.run();
-    } catch (error) {
-      const problem =
-        error instanceof Problem
-          ? error
-          : new Problem(
-              500,
-              "internal-error",
-              "Internal error",
-              "the operation failed unexpectedly; nothing was charged",
-            );
-      if (!(error instanceof Problem)) log.error({ err: error }, "operation failed");
-      log.info({ status: problem.status }, "operation failed: payment released, nothing charged");
-      return finish("released", problemOutcome(problem), { error: problem.detail });
+    const { operation, log } = call;
+    let answer = kept;
+    if (!answer) {
+      let result: OperationResult<unknown>;
+      try {
+        result = await call.run();
+      } catch (error) {
+        const problem =
+          error instanceof Problem
+            ? error
+            : new Problem(500, "internal-error", "Internal error", "the operation failed unexpectedly; nothing was charged");
+        if (!(error instanceof Problem)) log.error({ err: error }, "operation failed");
+        log.info({ status: problem.status }, "operation failed: payment released, nothing charged");
+        return this.finish(identity, operation, "released", problemOutcome(problem, operation.path), { error: problem.detail });
+      }
+      answer = {
+        status: result.status ?? 200,
+        headers: { "content-type": operation.outputContentType },
+        body: JSON.stringify(result.body),
+      };
+      await this.store.recordPendingOutcome(identity.paymentKey, answer);
     }
 
     let settlement: SettleResponse;
     try {
-      settlement = await this.resourceServer.settlePayment(payload, requirements);
+      settlement = await this.resourceServer.settlePayment(identity.payload, identity.requirements);
     } catch (error) {
-      log.error({ err: error }, "settlement could not be completed");
-      return finish(
-        "failed",
-        problemOutcome(
-          paymentsUnavailable(
-            "the payment could not be settled (facilitator or chain unreachable); the result is withheld",
-          ),
-        ),
-        { error: error instanceof Error ? error.message : String(error) },
-      );
+      if (error instanceof SettleError) {
+        settlement = { ...error, success: false } as SettleResponse;
+      } else {
+        log.error({ err: error }, "settlement outcome unknown; the payment stays open for the next retry");
+        return this.resolveUnknown(identity, call, answer);
+      }
     }
     if (!settlement.success) {
+      // A refusal can hide an earlier attempt's transfer that landed meanwhile (a resumed payment): ask the token.
+      const landed = await this.settledOnChain(identity, call, answer).catch(() => undefined);
+      if (landed) return landed;
       // Keep the first line: viem appends a multi-line call dump to revert messages.
-      const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split(
-        "\n",
-      )[0] as string;
-      log.warn({ settlement }, "settlement failed: result withheld");
-      const rejected = paymentRejected(terms, settlement.errorReason ?? "settlement_failed", reason);
-      return finish(
-        "failed",
-        problemOutcome(rejected, { [PAYMENT_RESPONSE_HEADER]: encodePaymentResponseHeader(settlement) }),
-        { error: reason },
-      );
+      const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split("\n")[0] as string;
+      log.warn({ reason: settlement.errorReason, detail: reason }, "settlement failed: result withheld");
+      const rejected = this.rejected(call, settlement.errorReason ?? "settlement_failed", reason);
+      return this.finish(identity, operation, "failed", problemOutcome(rejected, operation.path), { error: reason });
     }
-    const outcome: StoredOutcome = {
-      status: result.status ?? 200,
-      headers: {
-        "content-type": operation.outputContentType,
-        [PAYMENT_RESPONSE_HEADER]: encodePaymentResponseHeader(settlement),
-      },
-      body: JSON.stringify(result.body),
-    };
     log.info({ transaction: settlement.transaction, payer: settlement.payer }, "payment settled");
-    return finish("settled", outcome, { txHash: settlement.transaction });
+    return this.finish(identity, operation, "settled", withReceipt(answer, settlement), {
+      txHash: settlement.transaction,
+    });
   }
 
-  /** The same payment seen again: the stored outcome, a wait for the first attempt, or a refusal. */
-  private async repeat(
-    record: PaymentRecord,
-    payloadHash: string,
-    requestHash: string,
-    terms: PaymentTerms,
+  /**
+   * The settlement call failed without a verdict: the transfer may or may not have happened.
+   * Ask the token; if it cannot tell either, leave the payment open and have the client retry.
+   */
+  private async resolveUnknown(
+    identity: PaymentIdentity,
+    call: PaidCall,
+    answer: StoredOutcome,
   ): Promise<StoredOutcome> {
-    if (record.payloadHash !== payloadHash) {
-      throw paymentRejected(
-        terms,
-        "nonce_already_used",
-        "this payment authorization nonce has already been used",
-      );
+    const resolved = await this.settledOnChain(identity, call, answer).catch(() => undefined);
+    if (resolved) return resolved;
+    await this.store.releaseLease(identity.paymentKey);
+    throw paymentsUnavailable(
+      "the settlement could not be confirmed (facilitator or chain unreachable); retry the same request with the " +
+        "same payment to receive the result; it is charged at most once",
+    );
+  }
+
+  /** If the token says the authorization was used, the payment is settled: deliver the kept answer. */
+  private async settledOnChain(
+    identity: PaymentIdentity,
+    call: PaidCall,
+    answer: StoredOutcome | null,
+  ): Promise<StoredOutcome | undefined> {
+    if (!this.authorizations) return undefined;
+    const { from, nonce } = identity.authorization;
+    const use = await this.authorizations.check(identity.requirements.asset as `0x${string}`, from, nonce);
+    if (!use.used) return undefined;
+    const settlement: SettleResponse = {
+      success: true,
+      transaction: use.transaction ?? "",
+      network: identity.requirements.network,
+      payer: from,
+    };
+    call.log.info({ transaction: use.transaction }, "payment found settled on chain");
+    const outcome = answer
+      ? withReceipt(answer, settlement)
+      : problemOutcome(
+          new Problem(
+            500,
+            "result-lost",
+            "Result lost",
+            `the payment was settled (transaction ${use.transaction ?? "unknown"}) but the result was not kept; contact the operator`,
+          ),
+          call.operation.path,
+        );
+    return this.finish(identity, call.operation, "settled", outcome, { txHash: use.transaction ?? null });
+  }
+
+  /** The same payment seen again: the stored outcome, the first attempt's answer, a resumption, or a refusal. */
+  private async repeat(record: PaymentRecord, identity: PaymentIdentity, call: PaidCall): Promise<StoredOutcome> {
+    if (record.payloadHash !== identity.payloadHash) {
+      throw this.rejected(call, "nonce_already_used", "this payment authorization nonce has already been used");
     }
-    if (record.requestHash !== requestHash) {
+    if (record.requestHash !== identity.requestHash) {
       throw new Problem(
         409,
         "payment-already-used",
@@ -275,30 +359,99 @@ export class PaymentGate {
         "this payment was made for a different request; sign a new payment for this one",
       );
     }
-    const outcome =
-      record.outcome ??
-      (await this.inflight.get(record.paymentKey)) ??
-      (await this.waitForOutcome(record.paymentKey));
-    return { ...outcome, headers: { ...outcome.headers, "x-payment-replayed": "true" } };
+    const replay = (outcome: StoredOutcome) => {
+      if (Date.now() / 1000 > record.validBefore + REPLAY_GRACE_SECONDS) {
+        throw new Problem(
+          409,
+          "payment-already-used",
+          "Payment already used",
+          "this payment was already used and its outcome is no longer served; sign a new payment",
+        );
+      }
+      return { ...outcome, headers: { ...outcome.headers, "x-payment-replayed": "true" } };
+    };
+    if (record.outcome) return replay(record.outcome);
+
+    const running = this.inflight.get(record.paymentKey);
+    if (running) return replay(await running);
+    if (await this.store.takeOverPayment(record.paymentKey, Date.now(), this.leaseUntil(call))) {
+      return replay(await this.track(record.paymentKey, () => this.resume(record, identity, call)));
+    }
+    return replay(await this.waitForOutcome(record.paymentKey));
   }
 
-  /** Another instance (or a request this process no longer tracks) holds the reservation: poll the store. */
+  /** Finishes a payment whose owner stopped before its final state (a crash, or an unknown settlement). */
+  private async resume(record: PaymentRecord, identity: PaymentIdentity, call: PaidCall): Promise<StoredOutcome> {
+    call.log.info({ paymentKey: record.paymentKey }, "resuming an unfinished payment");
+    try {
+      const settled = await this.settledOnChain(identity, call, record.pendingOutcome);
+      if (settled) return settled;
+    } catch (error) {
+      await this.store.releaseLease(record.paymentKey);
+      call.log.warn({ err: error }, "cannot read the authorization state to resume the payment");
+      throw paymentsUnavailable("the chain could not be reached to resume this payment; retry later");
+    }
+    if (Date.now() / 1000 >= record.validBefore) {
+      const expired = this.rejected(
+        call,
+        "authorization_expired",
+        "the payment expired before it could be settled; nothing was charged; sign a new payment",
+      );
+      return this.finish(identity, call.operation, "released", problemOutcome(expired, call.operation.path), {
+        error: "expired unsettled",
+      });
+    }
+    return this.runAndSettle(identity, call, record.pendingOutcome);
+  }
+
+  private async track(paymentKey: string, work: () => Promise<StoredOutcome>): Promise<StoredOutcome> {
+    const promise = work();
+    this.inflight.set(paymentKey, promise);
+    try {
+      return await promise;
+    } finally {
+      this.inflight.delete(paymentKey);
+    }
+  }
+
+  /** Another instance holds the payment: poll the store until it is final, or a while. */
   private async waitForOutcome(paymentKey: string): Promise<StoredOutcome> {
     const deadline = Date.now() + DUPLICATE_WAIT_MS;
     while (Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       const record = await this.store.getPayment(paymentKey);
       if (record?.outcome) return record.outcome;
+      if (record && record.leaseUntil <= Date.now()) break;
     }
-    throw new Problem(
-      409,
-      "payment-in-progress",
-      "Payment in progress",
-      "this payment is still being processed",
-      {
-        headers: { "retry-after": RETRY_AFTER_SECONDS },
-      },
-    );
+    throw new Problem(409, "payment-in-progress", "Payment in progress", "this payment is still being processed", {
+      headers: { "retry-after": RETRY_AFTER_SECONDS },
+    });
+  }
+
+  private async finish(
+    identity: PaymentIdentity,
+    operation: AnyOperation,
+    state: Exclude<PaymentState, "verified">,
+    outcome: StoredOutcome,
+    extra: { txHash?: string | null; error?: string } = {},
+  ): Promise<StoredOutcome> {
+    await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
+    this.metrics.paymentState(operation.id, state);
+    return outcome;
+  }
+
+  private leaseUntil(call: PaidCall): number {
+    return Date.now() + call.terms.requirements.maxTimeoutSeconds * 1000 + LEASE_MARGIN_MS;
+  }
+
+  /** 402 for a payment that was presented but cannot be accepted: the terms again, with the reason. */
+  private rejected(call: PaidCall, reason: string, message: string): Problem {
+    this.metrics.paymentRejected(call.operation.id, reason);
+    const paymentRequired = { ...call.terms.paymentRequired, error: `${reason}: ${message}` };
+    return new Problem(402, "payment-rejected", "Payment rejected", message, {
+      headers: { [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired), "cache-control": "no-store" },
+      extensions: { reason, ...paymentRequired },
+    });
   }
 
   private ensureInitialized(): Promise<void> {
@@ -312,38 +465,26 @@ export class PaymentGate {
   }
 }
 
-function decodePayment(header: string, terms: PaymentTerms): PaymentPayload {
-  let payload: PaymentPayload;
-  try {
-    payload = decodePaymentSignatureHeader(header);
-  } catch {
-    throw paymentRejected(
-      terms,
-      "invalid_payload",
-      `${PAYMENT_SIGNATURE_HEADER} is not a base64-encoded x402 payment`,
-    );
-  }
-  if (payload?.x402Version !== 2 || typeof payload.payload !== "object" || payload.payload === null) {
-    throw paymentRejected(terms, "invalid_x402_version", "only x402 version 2 payment payloads are accepted");
-  }
-  return payload;
+/** Failures that say nothing about the payment: the facilitator or the chain did not answer. */
+function isOutage(error: unknown): boolean {
+  return (
+    error instanceof ChainUnavailableError ||
+    error instanceof FacilitatorResponseError ||
+    isTransportError(error) ||
+    (error instanceof Error && isTransportError(error.cause))
+  );
 }
+
+const problemOutcome = (problem: Problem, instance?: string): StoredOutcome => problem.toResponse(instance);
+
+const withReceipt = (answer: StoredOutcome, settlement: SettleResponse): StoredOutcome => ({
+  ...answer,
+  headers: { ...answer.headers, [PAYMENT_RESPONSE_HEADER]: encodePaymentResponseHeader(settlement) },
+});
 
 function paymentRequiredDetail(terms: PaymentTerms): string {
   const { amount, asset, network, payTo } = terms.requirements;
   return `pay ${amount} atomic units of ${asset} on ${network} to ${payTo} with x402 v2 (send the PAYMENT-SIGNATURE header)`;
-}
-
-/** 402 for a payment that was presented but cannot be accepted: the terms again, with the reason. */
-function paymentRejected(terms: PaymentTerms, reason: string, message: string): Problem {
-  const paymentRequired = { ...terms.paymentRequired, error: `${reason}: ${message}` };
-  return new Problem(402, "payment-rejected", "Payment rejected", message, {
-    headers: {
-      [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired),
-      "cache-control": "no-store",
-    },
-    extensions: { reason, ...paymentRequired },
-  });
 }
 
 function paymentsUnavailable(detail: string): Problem {

@@ -31,7 +31,8 @@ export function createSettlerSigner(options: {
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [options.rpcUrl] } },
   });
-  const transport = http(options.rpcUrl, { timeout: options.rpcTimeoutMs ?? 10_000, retryCount: 0 });
+  // Transient RPC errors (5xx, 429, resets) are retried, so one lost poll does not orphan a settlement.
+  const transport = http(options.rpcUrl, { timeout: options.rpcTimeoutMs ?? 10_000, retryCount: 2 });
   const publicClient = createPublicClient({ chain, transport, pollingInterval: options.pollingIntervalMs });
   const walletClient = createWalletClient({ chain, transport, account });
   const nonces = new NonceAllocator(() =>

@@ -27,7 +27,11 @@ export interface NewPayment {
   payer: string;
   payTo: string;
   nonce: string;
+  /** Unix seconds after which the authorization can no longer be settled. */
+  validBefore: number;
   requestId: string;
+  /** Epoch ms until which the reserving request owns the payment; a later request may take over after. */
+  leaseUntil: number;
 }
 
 export interface PaymentRecord extends NewPayment {
@@ -35,6 +39,8 @@ export interface PaymentRecord extends NewPayment {
   txHash: string | null;
   error: string | null;
   outcome: StoredOutcome | null;
+  /** The operation's successful answer, kept from before settlement until the payment is final. */
+  pendingOutcome: StoredOutcome | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -74,11 +80,16 @@ export type ReserveResult = { reserved: true } | { reserved: false; existing: Pa
 
 export interface Store {
   readonly kind: "sqlite" | "postgres";
-  migrate(): Promise<void>;
   ping(): Promise<void>;
   /** Inserts the payment in state "verified" unless its key exists; never overwrites. */
   reservePayment(payment: NewPayment): Promise<ReserveResult>;
   getPayment(paymentKey: string): Promise<PaymentRecord | undefined>;
+  /** Keeps the operation's answer before settling, so a crash or a lost receipt cannot lose a paid result. */
+  recordPendingOutcome(paymentKey: string, outcome: StoredOutcome): Promise<void>;
+  /** Takes over an unfinished payment whose lease expired (its owner died or gave up); true if taken. */
+  takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean>;
+  /** Gives up ownership of an unfinished payment so that the next retry may resume it at once. */
+  releaseLease(paymentKey: string): Promise<void>;
   /** Moves a "verified" payment to its final state with the outcome; false if it was not "verified". */
   completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean>;
   revenueByOperationAndDay(): Promise<RevenueRow[]>;

@@ -21,11 +21,14 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         payer         TEXT NOT NULL,
         pay_to        TEXT NOT NULL,
         nonce         TEXT NOT NULL,
+        valid_before  INTEGER NOT NULL,
+        lease_until   INTEGER NOT NULL,
         state         TEXT NOT NULL CHECK (state IN ('verified', 'settled', 'released', 'failed')),
         tx_hash       TEXT,
         request_id    TEXT NOT NULL,
         error         TEXT,
         outcome       TEXT,
+        pending_outcome TEXT,
         created_at    TEXT NOT NULL,
         updated_at    TEXT NOT NULL
       );

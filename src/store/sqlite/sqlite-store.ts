@@ -11,6 +11,7 @@ import type {
   ReserveResult,
   RevenueRow,
   Store,
+  StoredOutcome,
 } from "../store.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 
@@ -25,11 +26,14 @@ interface PaymentRow {
   payer: string;
   pay_to: string;
   nonce: string;
+  valid_before: number;
+  lease_until: number;
   state: PaymentState;
   tx_hash: string | null;
   request_id: string;
   error: string | null;
   outcome: string | null;
+  pending_outcome: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -45,11 +49,14 @@ const toRecord = (row: PaymentRow): PaymentRecord => ({
   payer: row.payer,
   payTo: row.pay_to,
   nonce: row.nonce,
+  validBefore: row.valid_before,
+  leaseUntil: row.lease_until,
   state: row.state,
   txHash: row.tx_hash,
   requestId: row.request_id,
   error: row.error,
   outcome: row.outcome ? JSON.parse(row.outcome) : null,
+  pendingOutcome: row.pending_outcome ? JSON.parse(row.pending_outcome) : null,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -67,19 +74,30 @@ export class SqliteStore implements Store {
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("busy_timeout = 5000");
     this.db.pragma("foreign_keys = ON");
-    this.migrateSync();
+    this.migrate();
     this.statements = {
       insertPayment: this.db.prepare(
         `INSERT INTO payments (payment_key, payload_hash, request_hash, operation_id, network, asset, amount, payer, pay_to,
-           nonce, state, request_id, created_at, updated_at)
+           nonce, valid_before, lease_until, state, request_id, created_at, updated_at)
          VALUES (@paymentKey, @payloadHash, @requestHash, @operationId, @network, @asset, @amount, @payer, @payTo,
-           @nonce, 'verified', @requestId, @now, @now)
+           @nonce, @validBefore, @leaseUntil, 'verified', @requestId, @now, @now)
          ON CONFLICT (payment_key) DO NOTHING`,
       ),
       getPayment: this.db.prepare("SELECT * FROM payments WHERE payment_key = ?"),
       completePayment: this.db.prepare(
-        `UPDATE payments SET state = @state, tx_hash = @txHash, error = @error, outcome = @outcome, updated_at = @now
+        `UPDATE payments SET state = @state, tx_hash = @txHash, error = @error, outcome = @outcome,
+           pending_outcome = NULL, updated_at = @now
          WHERE payment_key = @paymentKey AND state = 'verified'`,
+      ),
+      recordPendingOutcome: this.db.prepare(
+        `UPDATE payments SET pending_outcome = ?, updated_at = ? WHERE payment_key = ? AND state = 'verified'`,
+      ),
+      takeOver: this.db.prepare(
+        `UPDATE payments SET lease_until = ?, updated_at = ?
+         WHERE payment_key = ? AND state = 'verified' AND lease_until <= ?`,
+      ),
+      releaseLease: this.db.prepare(
+        "UPDATE payments SET lease_until = 0 WHERE payment_key = ? AND state = 'verified'",
       ),
       revenue: this.db.prepare(
         `SELECT substr(updated_at, 1, 10) AS day, operation_id, count(*) AS payments,
@@ -94,7 +112,7 @@ export class SqliteStore implements Store {
     };
   }
 
-  private migrateSync(): void {
+  private migrate(): void {
     this.db.exec(
       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
     );
@@ -114,10 +132,6 @@ export class SqliteStore implements Store {
     }
   }
 
-  async migrate(): Promise<void> {
-    this.migrateSync();
-  }
-
   async ping(): Promise<void> {
     this.db.prepare("SELECT 1").get();
   }
@@ -133,6 +147,18 @@ export class SqliteStore implements Store {
   async getPayment(paymentKey: string): Promise<PaymentRecord | undefined> {
     const row = this.statements.getPayment.get(paymentKey) as PaymentRow | undefined;
     return row ? toRecord(row) : undefined;
+  }
+
+  async recordPendingOutcome(paymentKey: string, outcome: StoredOutcome): Promise<void> {
+    this.statements.recordPendingOutcome.run(JSON.stringify(outcome), new Date().toISOString(), paymentKey);
+  }
+
+  async takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean> {
+    return this.statements.takeOver.run(leaseUntil, new Date().toISOString(), paymentKey, now).changes === 1;
+  }
+
+  async releaseLease(paymentKey: string): Promise<void> {
+    this.statements.releaseLease.run(paymentKey);
   }
 
   async completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean> {
