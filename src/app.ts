@@ -5,6 +5,7 @@ import type { AgentSkills } from "./catalog/agent-skills.ts";
 import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
 import type { AnyOperation } from "./catalog/operation.ts";
+import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import type { Metrics } from "./metrics.ts";
@@ -53,6 +54,19 @@ const problemResponse = (problem: Problem, instance?: string) => send(problem.to
 const json = (body: unknown) =>
   new Response(JSON.stringify(body), { headers: { "content-type": "application/json; charset=utf-8" } });
 
+/** The free routes registered below, all read-only. */
+const FREE_GET_PATHS = [
+  "/healthz",
+  "/readyz",
+  "/metrics",
+  "/openapi.json",
+  "/catalog.json",
+  "/.well-known/x402",
+  `${AGENT_SKILLS_PREFIX}/index.json`,
+  `${AGENT_SKILLS_PREFIX}/{name}/SKILL.md`,
+  JOB_STATUS_PATH,
+];
+
 /** Hono path syntax for a registry path ("/v1/jobs/{id}" → "/v1/jobs/:id"). */
 const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 
@@ -90,7 +104,7 @@ export function buildApp(services: AppServices): Hono<Env> {
   app.get("/catalog.json", () => json(documents.catalog));
   app.get("/.well-known/x402", () => json(documents.x402));
   app.get(`${AGENT_SKILLS_PREFIX}/index.json`, () => json(documents.agentSkills.index));
-  app.get(`${AGENT_SKILLS_PREFIX}/:name/SKILL.md`, (c) => {
+  app.get(honoPath(`${AGENT_SKILLS_PREFIX}/{name}/SKILL.md`), (c) => {
     const file = documents.agentSkills.files.get(c.req.path);
     if (!file) throw new Problem(404, "not-found", "Not found", `no skill at ${c.req.path}`);
     return new Response(new Uint8Array(file), {
@@ -98,7 +112,7 @@ export function buildApp(services: AppServices): Hono<Env> {
     });
   });
 
-  app.get("/v1/jobs/:id", async (c) => {
+  app.get(honoPath(JOB_STATUS_PATH), async (c) => {
     const id = c.req.param("id");
     const parsed = JobIdParam.safeParse(id);
     if (!parsed.success) throw invalidRequest([{ pointer: "/id", message: "must be a UUID" }]);
@@ -151,7 +165,7 @@ export function buildApp(services: AppServices): Hono<Env> {
   }
 
   // A known path with the wrong method is a 405 naming the allowed ones, not a 404.
-  const methodsByPath = new Map<string, string[]>();
+  const methodsByPath = new Map<string, string[]>(FREE_GET_PATHS.map((path) => [path, ["GET"]]));
   for (const operation of operations) {
     methodsByPath.set(operation.path, [...(methodsByPath.get(operation.path) ?? []), operation.method]);
   }

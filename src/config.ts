@@ -37,6 +37,7 @@ const EnvSchema = z.object({
   X402_FACILITATOR_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(15_000),
   X402_SETTLER_PRIVATE_KEY: optional(privateKey),
   RPC_URL: optional(httpUrl),
+  X402_SETTLEMENT_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(600_000)).default(30_000),
   LOCAL_CHAIN_PORT: optional(port).default(8545),
   LOCAL_CHAIN_STATE: optional(z.string()),
   DATA_DIR: optional(z.string()).default("./var"),
@@ -67,6 +68,8 @@ export interface Config {
     facilitatorTimeoutMs: number;
     settlerPrivateKey?: `0x${string}`;
     rpcUrl?: string;
+    /** How long an in-process settlement waits for its receipt before the call answers 503 (retry). */
+    settlementTimeoutMs: number;
   };
   localChain: { port: number; statePath?: string };
   dataDir: string;
@@ -83,7 +86,10 @@ export class ConfigError extends Error {
 }
 
 /** Reads and validates the environment; throws ConfigError listing every problem, one line each. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  purpose: "serve" | "facilitator" = "serve",
+): Config {
   // Each variable is checked on its own so that every problem is reported at once, one line each.
   const problems: string[] = [];
   const values: Record<string, unknown> = {};
@@ -93,19 +99,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     else problems.push(`${name}: ${result.error.issues.map((issue) => issue.message).join("; ")}`);
   }
   const e = values as z.output<typeof EnvSchema>;
+  // The standalone facilitator settles with a key over an RPC, like self mode, but receives nothing itself.
   const mode: PaymentMode =
-    e.PAYMENT_MODE ??
-    (e.X402_FACILITATOR_URL ? "facilitator" : e.X402_SETTLER_PRIVATE_KEY ? "self" : "local");
+    purpose === "facilitator"
+      ? "self"
+      : (e.PAYMENT_MODE ??
+        (e.X402_FACILITATOR_URL ? "facilitator" : e.X402_SETTLER_PRIVATE_KEY ? "self" : "local"));
+  const required = purpose === "facilitator" ? "to run a facilitator" : "when PAYMENT_MODE=self";
 
   if (mode === "facilitator" && !env.X402_FACILITATOR_URL) {
     problems.push("X402_FACILITATOR_URL: required when PAYMENT_MODE=facilitator");
   }
   if (mode === "self") {
-    if (!e.X402_SETTLER_PRIVATE_KEY)
-      problems.push("X402_SETTLER_PRIVATE_KEY: required when PAYMENT_MODE=self");
-    if (!env.RPC_URL) problems.push("RPC_URL: required when PAYMENT_MODE=self");
+    if (!env.X402_SETTLER_PRIVATE_KEY) problems.push(`X402_SETTLER_PRIVATE_KEY: required ${required}`);
+    if (!env.RPC_URL) problems.push(`RPC_URL: required ${required}`);
   }
-  if (mode !== "local" && !e.X402_PAY_TO && !env.X402_PAY_TO) {
+  if (purpose === "serve" && mode !== "local" && !env.X402_PAY_TO) {
     problems.push(`X402_PAY_TO: required when PAYMENT_MODE=${mode} (the address that receives payments)`);
   }
   const chainId = Number(e.X402_NETWORK?.split(":")[1]);
@@ -147,6 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       facilitatorTimeoutMs: e.X402_FACILITATOR_TIMEOUT_MS,
       settlerPrivateKey: e.X402_SETTLER_PRIVATE_KEY as `0x${string}` | undefined,
       rpcUrl: e.RPC_URL,
+      settlementTimeoutMs: e.X402_SETTLEMENT_TIMEOUT_MS,
     },
     localChain: {
       port: e.LOCAL_CHAIN_PORT,

@@ -66,33 +66,36 @@ async function ledgerCommand(args: string[]): Promise<void> {
 }
 
 async function facilitatorCommand(args: string[]): Promise<void> {
-  const config = loadConfig();
-  const { settlerPrivateKey, rpcUrl, network, chainId } = config.payment;
-  const problems = [
-    ...(settlerPrivateKey ? [] : ["X402_SETTLER_PRIVATE_KEY: required to run a facilitator"]),
-    ...(rpcUrl ? [] : ["RPC_URL: required to run a facilitator"]),
-  ];
-  if (problems.length > 0) throw new ConfigError(problems);
+  const config = loadConfig(process.env, "facilitator");
+  const { network, chainId } = config.payment;
   const portIndex = args.indexOf("--port");
   const port = portIndex >= 0 ? Number(args[portIndex + 1]) : 8403;
-  if (!Number.isInteger(port) || port < 1 || port > 65535)
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new ConfigError([`--port: invalid port "${args[portIndex + 1]}"`]);
+  }
+  const authToken = process.env.FACILITATOR_AUTH_TOKEN || undefined;
+  if (!authToken && !isLoopback(config.host)) {
+    throw new ConfigError([
+      `FACILITATOR_AUTH_TOKEN: required when listening on ${config.host}: an open facilitator relays anyone's payments at your gas cost`,
+    ]);
+  }
   const log = createLogger(config.logLevel);
   const signer = createSettlerSigner({
-    privateKey: settlerPrivateKey as `0x${string}`,
-    rpcUrl: rpcUrl as string,
+    privateKey: config.payment.settlerPrivateKey as `0x${string}`,
+    rpcUrl: config.payment.rpcUrl as string,
     chainId,
     pollingIntervalMs: 250,
+    confirmationTimeoutMs: config.payment.settlementTimeoutMs,
   });
-  const app = buildFacilitatorApp(inProcessFacilitator(signer, network), {
-    authToken: process.env.FACILITATOR_AUTH_TOKEN || undefined,
-  });
+  const app = buildFacilitatorApp(inProcessFacilitator(signer, network), { authToken });
   const server = serve({ fetch: app.fetch, port, hostname: config.host });
   log.info({ port, network, settler: signer.address }, "facilitator listening");
   const shutdown = () => server.close(() => process.exit(0));
   process.once("SIGTERM", shutdown);
   process.once("SIGINT", shutdown);
 }
+
+const isLoopback = (host: string) => host === "localhost" || host === "::1" || host.startsWith("127.");
 
 async function main(argv: string[]): Promise<void> {
   const [command = "serve", ...args] = argv;

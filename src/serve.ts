@@ -45,7 +45,7 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
 export async function startService(
   config: Config,
   log: Logger,
-  options: { operations?: readonly AnyOperation[] } = {},
+  options: { operations?: readonly AnyOperation[]; clock?: () => number } = {},
 ): Promise<RunningService> {
   const operations = options.operations ?? OPERATIONS;
   const payment = config.payment;
@@ -101,6 +101,7 @@ export async function startService(
       store,
       metrics,
       chainRpc ? createAuthorizationChecker(chainRpc) : undefined,
+      options.clock,
     );
     let shuttingDown = false;
 

@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inputJsonSchema } from "../src/catalog/json-schema.ts";
 import { atomicPrice, isImplemented, OPERATIONS } from "../src/catalog/registry.ts";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../src/config.ts";
 import { startTestService, type TestService } from "./helpers/service.ts";
@@ -50,6 +52,17 @@ describe("discovery documents agree with the registry", () => {
     await service?.stop();
   });
 
+  /** What the issue asks accepts[0] to be, for any operation of the registry. */
+  const expectedTerms = (operation: (typeof OPERATIONS)[number]) => ({
+    scheme: "exact",
+    network: BASE_NETWORK,
+    asset: BASE_USDC_ADDRESS,
+    amount: atomicPrice(operation),
+    payTo: service.payTo,
+    maxTimeoutSeconds: 120,
+    extra: { name: "USD Coin", version: "2" },
+  });
+
   it("the registry holds the 15 paid operations of SPEC.md at their exact prices", () => {
     expect(
       Object.fromEntries(OPERATIONS.map((op) => [routeKey(op), [op.priceUsd, atomicPrice(op)]])),
@@ -74,17 +87,7 @@ describe("discovery documents agree with the registry", () => {
       const terms = decodePaymentRequiredHeader(header);
       expect(terms.x402Version).toBe(2);
       expect(terms.resource.url).toBe(service.url + operation.path);
-      expect(terms.accepts).toEqual([
-        {
-          scheme: "exact",
-          network: BASE_NETWORK,
-          asset: BASE_USDC_ADDRESS,
-          amount: atomicPrice(operation),
-          payTo: service.payTo,
-          maxTimeoutSeconds: 120,
-          extra: { name: "USD Coin", version: "2" },
-        },
-      ]);
+      expect(terms.accepts).toEqual([expectedTerms(operation)]);
       const body = await response.json();
       expect(body).toMatchObject({
         status: 402,
@@ -126,8 +129,11 @@ describe("discovery documents agree with the registry", () => {
         (r: any) => r.resource === service.url + operation.path && r.method === operation.method,
       );
       expect(entry, operation.id).toBeDefined();
-      expect(entry.accepts[0].amount).toBe(atomicPrice(operation));
+      expect(entry.accepts).toEqual([expectedTerms(operation)]);
       expect(entry.extensions.bazaar.info.input.method).toBe(operation.method);
+      const validation = validateDiscoveryExtension(entry.extensions.bazaar);
+      expect(validation.errors ?? [], operation.id).toEqual([]);
+      expect(validation.valid, operation.id).toBe(true);
     }
   });
 
@@ -187,8 +193,8 @@ describe("discovery documents agree with the registry", () => {
         price: { usd: operation.priceUsd, atomic: atomicPrice(operation) },
         available: isImplemented(operation),
       });
-      if (operation.inputFrom !== "none")
-        expect(entry.input.schema.type ?? entry.input.schema.$ref).toBeDefined();
+      if (operation.inputFrom !== "none") expect(entry.input.schema).toEqual(inputJsonSchema(operation));
+      expect(entry.accepts).toEqual([expectedTerms(operation)]);
     }
   });
 

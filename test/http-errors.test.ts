@@ -20,7 +20,7 @@ describe("bad input never reaches payment and always gets problem+json", () => {
   const expectProblem = async (response: Response, status: number) => {
     expect(response.status).toBe(status);
     expect(response.headers.get("content-type")).toBe("application/problem+json");
-    expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+    if (status !== 402) expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
     const body = await response.json();
     expect(body).toMatchObject({ status, type: expect.stringMatching(/^urn:utility402:problem:/) });
     expect(body.title).toBeTruthy();
@@ -91,6 +91,69 @@ describe("bad input never reaches payment and always gets problem+json", () => {
     await expectProblem(await call("/v1/tender-shortlist?countries=DEU&countries=FRA&maxResults=5"), 501);
   });
 
+  it("a number JSON cannot carry (1e999) is a 400 pointing at it", async () => {
+    const body = await expectProblem(
+      await call("/v1/csv-cleanup", { method: "POST", body: '{"rows":[{"a":1},{"b/c":1e999}]}' }),
+      400,
+    );
+    expect(body.errors).toEqual([
+      { pointer: "/rows/1/b~1c", message: "number out of range (not a finite double)" },
+    ]);
+  });
+
+  it("query parameter names that are Object.prototype members are plain unknown parameters", async () => {
+    for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]) {
+      const body = await expectProblem(await call(`/v1/tender-shortlist?${name}=1`), 400);
+      expect(body.errors).toEqual([{ pointer: `/${name}`, message: "unknown property (not allowed)" }]);
+    }
+  });
+
+  it("a malformed payment payload is a 402 naming the field, never a 503 or 500", async () => {
+    const unpaid = await call("/v1/csv-cleanup", {
+      method: "POST",
+      body: JSON.stringify({ rows: [{ a: 1 }] }),
+    });
+    const accepted = JSON.parse(
+      Buffer.from(unpaid.headers.get("PAYMENT-REQUIRED") as string, "base64").toString(),
+    ).accepts[0];
+    const authorization = {
+      from: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+      to: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      value: "2000000",
+      validAfter: "0",
+      validBefore: "9999999999",
+      nonce: `0x${"22".repeat(32)}`,
+    };
+    let deep: unknown = 1;
+    for (let i = 0; i < 3000; i++) deep = [deep];
+    const cases: [string, Record<string, unknown>][] = [
+      ["authorization.value", { signature: "0x11", authorization: { ...authorization, value: "abc" } }],
+      [
+        "authorization.validBefore",
+        { signature: "0x11", authorization: { ...authorization, validBefore: "x" } },
+      ],
+      [
+        "authorization.validAfter",
+        { signature: "0x11", authorization: { ...authorization, validAfter: {} } },
+      ],
+      ["authorization.nonce", { signature: "0x11", authorization: { ...authorization, nonce: "0x12" } }],
+      ["signature", { signature: 42, authorization }],
+      ["signature", { authorization }],
+      ["payload", { signature: "0x11", authorization, extra: deep }],
+    ];
+    for (const [field, payload] of cases) {
+      const header = Buffer.from(JSON.stringify({ x402Version: 2, accepted, payload })).toString("base64");
+      const response = await call("/v1/csv-cleanup", {
+        method: "POST",
+        body: JSON.stringify({ rows: [{ a: 1 }] }),
+        headers: { "PAYMENT-SIGNATURE": header },
+      });
+      const body = await expectProblem(response, 402);
+      expect(body.reason, field).toBe("invalid_payload");
+      expect(body.detail).toContain(field === "payload" ? "malformed" : field);
+    }
+  });
+
   it("jobs: a non-UUID id is a 400, an unknown job a 404", async () => {
     const body = await expectProblem(await call("/v1/jobs/not-a-uuid"), 400);
     expect(body.errors).toEqual([{ pointer: "/id", message: "must be a UUID" }]);
@@ -102,6 +165,11 @@ describe("bad input never reaches payment and always gets problem+json", () => {
     const response = await call("/v1/csv-cleanup");
     await expectProblem(response, 405);
     expect(response.headers.get("allow")).toBe("POST");
+    for (const path of ["/healthz", "/openapi.json", "/v1/jobs/0f8fad5b-d9cb-469f-a165-70867728950e"]) {
+      const wrong = await call(path, { method: "DELETE" });
+      await expectProblem(wrong, 405);
+      expect(wrong.headers.get("allow")).toBe("GET");
+    }
   });
 
   it("a valid paid call while the facilitator is down is a 503 with Retry-After, never a 500", async () => {

@@ -37,6 +37,7 @@ describe("facilitator mode: a remote facilitator over HTTP", () => {
       rpcUrl: chain.rpcUrl,
       chainId: 8453,
       pollingIntervalMs: 50,
+      confirmationTimeoutMs: 10_000,
     });
     const app = buildFacilitatorApp(inProcessFacilitator(signer, BASE_NETWORK), { authToken: AUTH_TOKEN });
     const port = await freePort();

@@ -268,6 +268,32 @@ describe("settlement that fails after the work ran", () => {
   });
 });
 
+describe("replaying a settled payment", () => {
+  it("serves the stored outcome until shortly after the authorization expires, then refuses", async () => {
+    // The signed payload is public in the settlement transaction, so a replay must not work forever.
+    let offsetMs = 0;
+    const service = await startTestService({}, { clock: () => Date.now() + offsetMs });
+    try {
+      const payer = createPayer(devPrivateKey(8));
+      const url = `${service.url}/v1/csv-cleanup`;
+      const init = post({ body: body([{ id: "replay-window" }]) });
+      const payment = await payer.signPayment(await fetch(url, init));
+      const first = await fetch(url, post({ body: init.body as string, headers: payment }));
+      expect(first.status).toBe(200);
+      const soon = await fetch(url, post({ body: init.body as string, headers: payment }));
+      expect(soon.status).toBe(200);
+      expect(soon.headers.get("x-payment-replayed")).toBe("true");
+      // validBefore is about maxTimeoutSeconds (120 s) ahead; the grace after it is 60 s.
+      offsetMs = (120 + 60 + 5) * 1000;
+      const late = await fetch(url, post({ body: init.body as string, headers: payment }));
+      expect(late.status).toBe(409);
+      expect((await late.json()).detail).toContain("no longer served");
+    } finally {
+      await service.stop();
+    }
+  });
+});
+
 describe("graceful shutdown", () => {
   it("finishes an in-flight paid call, settles it, then stops accepting", async () => {
     let started: () => void = () => {};

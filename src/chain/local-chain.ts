@@ -97,7 +97,17 @@ export async function startLocalChain(options: {
     fs.mkdirSync(path.dirname(statePath), { recursive: true });
     args.push("--state", statePath, "--state-interval", "5");
   }
-  const child = spawn(anvilBinary(), args, { stdio: ["ignore", "ignore", "pipe"] });
+  if (await rpcAnswers(rpcUrl)) {
+    throw new Error(
+      `something already answers on ${rpcUrl} (a chain left running?); stop it or set LOCAL_CHAIN_PORT to a free port`,
+    );
+  }
+  // A process group of its own: Ctrl-C in a terminal must not kill the chain before settlements finish.
+  const child = spawn(anvilBinary(), args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
+  // Detached, it would outlive a crashed service: take it down with this process in any case.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.off("exit", killOnExit));
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -112,18 +122,31 @@ export async function startLocalChain(options: {
     clearTimeout(timer);
   };
 
+  child.on("exit", (code, signal) => {
+    if (code !== 0 && signal !== "SIGTERM") log.error({ code, signal, stderr }, "local chain (anvil) exited");
+  });
   try {
     await waitForRpc(rpcUrl, child, () => stderr);
     const accounts = devAccounts();
     await bootstrap(rpcUrl, accounts, log);
-    child.on("exit", (code, signal) => {
-      if (code !== 0 && signal !== "SIGTERM")
-        log.error({ code, signal, stderr }, "local chain (anvil) exited");
-    });
     return { rpcUrl, accounts, stop };
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+async function rpcAnswers(rpcUrl: string): Promise<boolean> {
+  try {
+    await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+      signal: AbortSignal.timeout(1000),
+    });
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -3,9 +3,10 @@ import { BaseError, HttpRequestError, SocketClosedError, TimeoutError } from "vi
 
 /**
  * The reference facilitator turns an unreachable RPC into a verdict on the payment
- * ("invalid_exact_evm_signature"). The settler's chain calls record transport failures in the
- * scope of the facilitator call that made them, so that call can answer "chain unavailable"
- * (503, retry) instead of blaming the payer (402).
+ * ("invalid_exact_evm_signature" at verification). The
+ * settler's chain calls record such failures in the scope of the facilitator call that made
+ * them, so that call can answer "chain unavailable" (503, retry; the outcome is resolved later)
+ * instead of blaming the payer (402).
  */
 const scopes = new AsyncLocalStorage<{ failure?: Error }>();
 

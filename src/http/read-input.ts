@@ -52,13 +52,37 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
     if (operation.bodyOptional) return {};
     throw invalidRequest([{ pointer: "", message: "a JSON request body is required" }]);
   }
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch (error) {
     throw invalidRequest([
       { pointer: "", message: `the body is not valid JSON: ${(error as Error).message}` },
     ]);
   }
+  const overflow = firstNonFiniteNumber(body);
+  if (overflow !== undefined) {
+    throw invalidRequest([{ pointer: overflow, message: "number out of range (not a finite double)" }]);
+  }
+  return body;
+}
+
+/**
+ * JSON.parse turns 1e999 into Infinity, which no JSON output can carry. Finds the first such
+ * number, iteratively (a deeply nested body must not exhaust the stack).
+ */
+function firstNonFiniteNumber(root: unknown): string | undefined {
+  const stack: [unknown, string][] = [[root, ""]];
+  while (stack.length > 0) {
+    const [value, pointer] = stack.pop() as [unknown, string];
+    if (typeof value === "number") {
+      if (!Number.isFinite(value)) return pointer;
+    } else if (typeof value === "object" && value !== null) {
+      for (const [key, child] of Object.entries(value))
+        stack.push([child, `${pointer}/${escapePointerToken(key)}`]);
+    }
+  }
+  return undefined;
 }
 
 type FieldKind = "array" | "number" | "boolean" | "string";

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { FacilitatorClient } from "@x402/core/server";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -32,9 +33,13 @@ export function buildFacilitatorApp(
 ): Hono {
   const app = new Hono();
   if (options.authToken) {
-    const expected = `Bearer ${options.authToken}`;
+    const expected = createHash("sha256").update(`Bearer ${options.authToken}`).digest();
     app.use("*", async (c, next) => {
-      if (c.req.header("authorization") !== expected) {
+      // Compared as digests in constant time: the token must not leak through response timing.
+      const given = createHash("sha256")
+        .update(c.req.header("authorization") ?? "")
+        .digest();
+      if (!timingSafeEqual(given, expected)) {
         throw new Problem(
           401,
           "unauthorized",

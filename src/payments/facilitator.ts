@@ -56,7 +56,11 @@ export function createPaymentBackend(
     };
   }
   if (!inProcess) throw new Error(`payment mode ${config.mode} needs a settlement key and an RPC URL`);
-  const signer = createSettlerSigner({ ...inProcess, chainId: config.chainId });
+  const signer = createSettlerSigner({
+    ...inProcess,
+    chainId: config.chainId,
+    confirmationTimeoutMs: config.settlementTimeoutMs,
+  });
   return {
     mode: config.mode,
     facilitator: inProcessFacilitator(signer, config.network),

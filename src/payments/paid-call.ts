@@ -9,8 +9,8 @@ import {
   FacilitatorResponseError,
   type PaymentPayload,
   type PaymentRequirements,
-  type SettleResponse,
   SettleError,
+  type SettleResponse,
   VerifyError,
 } from "@x402/core/types";
 import type { Logger } from "pino";
@@ -39,6 +39,8 @@ const LEASE_MARGIN_MS = 30_000;
  * it forever would give the paid result to anyone who reads the chain.
  */
 const REPLAY_GRACE_SECONDS = 60;
+/** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
+const SETTLEMENT_PENDING = "settlement_pending";
 
 export interface PaidCall {
   operation: AnyOperation;
@@ -107,6 +109,8 @@ export class PaymentGate {
     private readonly metrics: Metrics,
     /** Chain access to resolve unknown settlements; absent in facilitator mode without RPC_URL. */
     private readonly authorizations?: AuthorizationChecker,
+    /** Epoch milliseconds; injectable so tests can move past leases and replay windows. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** 402 for a call that carries no payment: the route's static terms, as header and as problem+json body. */
@@ -180,7 +184,11 @@ export class PaymentGate {
     try {
       payload = decodePaymentSignatureHeader(call.paymentHeader);
     } catch {
-      throw this.rejected(call, "invalid_payload", `${PAYMENT_SIGNATURE_HEADER} is not a base64-encoded x402 payment`);
+      throw this.rejected(
+        call,
+        "invalid_payload",
+        `${PAYMENT_SIGNATURE_HEADER} is not a base64-encoded x402 payment`,
+      );
     }
     if (payload?.x402Version !== 2) {
       throw this.rejected(call, "invalid_x402_version", "only x402 version 2 payment payloads are accepted");
@@ -221,7 +229,11 @@ export class PaymentGate {
       verification = await this.resourceServer.verifyPayment(identity.payload, identity.requirements);
     } catch (error) {
       if (error instanceof VerifyError) {
-        throw this.rejected(call, error.invalidReason ?? "invalid_payment", error.invalidMessage ?? error.message);
+        throw this.rejected(
+          call,
+          error.invalidReason ?? "invalid_payment",
+          error.invalidMessage ?? error.message,
+        );
       }
       if (!isOutage(error)) {
         call.log.warn({ err: error }, "payment verification failed");
@@ -257,10 +269,17 @@ export class PaymentGate {
         const problem =
           error instanceof Problem
             ? error
-            : new Problem(500, "internal-error", "Internal error", "the operation failed unexpectedly; nothing was charged");
+            : new Problem(
+                500,
+                "internal-error",
+                "Internal error",
+                "the operation failed unexpectedly; nothing was charged",
+              );
         if (!(error instanceof Problem)) log.error({ err: error }, "operation failed");
         log.info({ status: problem.status }, "operation failed: payment released, nothing charged");
-        return this.finish(identity, operation, "released", problemOutcome(problem, operation.path), { error: problem.detail });
+        return this.finish(identity, operation, "released", problemOutcome(problem, operation.path), {
+          error: problem.detail,
+        });
       }
       answer = {
         status: result.status ?? 200,
@@ -281,15 +300,23 @@ export class PaymentGate {
         return this.resolveUnknown(identity, call, answer);
       }
     }
+    if (!settlement.success && settlement.errorReason === SETTLEMENT_PENDING) {
+      log.warn({ transaction: settlement.transaction }, "settlement broadcast but not confirmed yet");
+      return this.resolveUnknown(identity, call, answer);
+    }
     if (!settlement.success) {
       // A refusal can hide an earlier attempt's transfer that landed meanwhile (a resumed payment): ask the token.
       const landed = await this.settledOnChain(identity, call, answer).catch(() => undefined);
       if (landed) return landed;
       // Keep the first line: viem appends a multi-line call dump to revert messages.
-      const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split("\n")[0] as string;
+      const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split(
+        "\n",
+      )[0] as string;
       log.warn({ reason: settlement.errorReason, detail: reason }, "settlement failed: result withheld");
       const rejected = this.rejected(call, settlement.errorReason ?? "settlement_failed", reason);
-      return this.finish(identity, operation, "failed", problemOutcome(rejected, operation.path), { error: reason });
+      return this.finish(identity, operation, "failed", problemOutcome(rejected, operation.path), {
+        error: reason,
+      });
     }
     log.info({ transaction: settlement.transaction, payer: settlement.payer }, "payment settled");
     return this.finish(identity, operation, "settled", withReceipt(answer, settlement), {
@@ -347,9 +374,17 @@ export class PaymentGate {
   }
 
   /** The same payment seen again: the stored outcome, the first attempt's answer, a resumption, or a refusal. */
-  private async repeat(record: PaymentRecord, identity: PaymentIdentity, call: PaidCall): Promise<StoredOutcome> {
+  private async repeat(
+    record: PaymentRecord,
+    identity: PaymentIdentity,
+    call: PaidCall,
+  ): Promise<StoredOutcome> {
     if (record.payloadHash !== identity.payloadHash) {
-      throw this.rejected(call, "nonce_already_used", "this payment authorization nonce has already been used");
+      throw this.rejected(
+        call,
+        "nonce_already_used",
+        "this payment authorization nonce has already been used",
+      );
     }
     if (record.requestHash !== identity.requestHash) {
       throw new Problem(
@@ -360,7 +395,7 @@ export class PaymentGate {
       );
     }
     const replay = (outcome: StoredOutcome) => {
-      if (Date.now() / 1000 > record.validBefore + REPLAY_GRACE_SECONDS) {
+      if (this.now() / 1000 > record.validBefore + REPLAY_GRACE_SECONDS) {
         throw new Problem(
           409,
           "payment-already-used",
@@ -374,14 +409,18 @@ export class PaymentGate {
 
     const running = this.inflight.get(record.paymentKey);
     if (running) return replay(await running);
-    if (await this.store.takeOverPayment(record.paymentKey, Date.now(), this.leaseUntil(call))) {
+    if (await this.store.takeOverPayment(record.paymentKey, this.now(), this.leaseUntil(call))) {
       return replay(await this.track(record.paymentKey, () => this.resume(record, identity, call)));
     }
     return replay(await this.waitForOutcome(record.paymentKey));
   }
 
   /** Finishes a payment whose owner stopped before its final state (a crash, or an unknown settlement). */
-  private async resume(record: PaymentRecord, identity: PaymentIdentity, call: PaidCall): Promise<StoredOutcome> {
+  private async resume(
+    record: PaymentRecord,
+    identity: PaymentIdentity,
+    call: PaidCall,
+  ): Promise<StoredOutcome> {
     call.log.info({ paymentKey: record.paymentKey }, "resuming an unfinished payment");
     try {
       const settled = await this.settledOnChain(identity, call, record.pendingOutcome);
@@ -391,7 +430,7 @@ export class PaymentGate {
       call.log.warn({ err: error }, "cannot read the authorization state to resume the payment");
       throw paymentsUnavailable("the chain could not be reached to resume this payment; retry later");
     }
-    if (Date.now() / 1000 >= record.validBefore) {
+    if (this.now() / 1000 >= record.validBefore) {
       const expired = this.rejected(
         call,
         "authorization_expired",
@@ -421,11 +460,17 @@ export class PaymentGate {
       await new Promise((resolve) => setTimeout(resolve, 100));
       const record = await this.store.getPayment(paymentKey);
       if (record?.outcome) return record.outcome;
-      if (record && record.leaseUntil <= Date.now()) break;
+      if (record && record.leaseUntil <= this.now()) break;
     }
-    throw new Problem(409, "payment-in-progress", "Payment in progress", "this payment is still being processed", {
-      headers: { "retry-after": RETRY_AFTER_SECONDS },
-    });
+    throw new Problem(
+      409,
+      "payment-in-progress",
+      "Payment in progress",
+      "this payment is still being processed",
+      {
+        headers: { "retry-after": RETRY_AFTER_SECONDS },
+      },
+    );
   }
 
   private async finish(
@@ -441,7 +486,7 @@ export class PaymentGate {
   }
 
   private leaseUntil(call: PaidCall): number {
-    return Date.now() + call.terms.requirements.maxTimeoutSeconds * 1000 + LEASE_MARGIN_MS;
+    return this.now() + call.terms.requirements.maxTimeoutSeconds * 1000 + LEASE_MARGIN_MS;
   }
 
   /** 402 for a payment that was presented but cannot be accepted: the terms again, with the reason. */
@@ -449,7 +494,10 @@ export class PaymentGate {
     this.metrics.paymentRejected(call.operation.id, reason);
     const paymentRequired = { ...call.terms.paymentRequired, error: `${reason}: ${message}` };
     return new Problem(402, "payment-rejected", "Payment rejected", message, {
-      headers: { [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired), "cache-control": "no-store" },
+      headers: {
+        [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired),
+        "cache-control": "no-store",
+      },
       extensions: { reason, ...paymentRequired },
     });
   }

@@ -23,6 +23,8 @@ export function createSettlerSigner(options: {
   /** Receipt polling: Base makes a block every 2 s, so viem's default 1 s poll adds up to a second. */
   pollingIntervalMs: number;
   rpcTimeoutMs?: number;
+  /** How long to wait for a settlement's receipt. */
+  confirmationTimeoutMs: number;
 }): SettlerSigner {
   const account = privateKeyToAccount(options.privateKey);
   const chain: Chain = defineChain({
@@ -56,7 +58,7 @@ export function createSettlerSigner(options: {
       tracked(() => nonces.send((nonce) => walletClient.sendTransaction({ ...args, nonce }))),
     waitForTransactionReceipt: (args) =>
       tracked(() =>
-        publicClient.waitForTransactionReceipt({ hash: args.hash, timeout: args.timeout ?? 60_000 }),
+        publicClient.waitForTransactionReceipt({ hash: args.hash, timeout: options.confirmationTimeoutMs }),
       ),
     getCode: (args) => tracked(() => publicClient.getCode(args)),
   };

@@ -29,7 +29,7 @@ export interface TestService extends RunningService {
  */
 export async function startTestService(
   env: Record<string, string> = {},
-  options: { operations?: readonly AnyOperation[] } = {},
+  options: { operations?: readonly AnyOperation[]; clock?: () => number } = {},
 ): Promise<TestService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-test-"));
   const port = await freePort();

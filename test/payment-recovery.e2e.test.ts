@@ -1,0 +1,202 @@
+import http from "node:http";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineOperation } from "../src/catalog/operation.ts";
+import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
+import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
+import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
+import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { freePort, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
+
+const PRICE = 2_000_000n;
+const jsonPost = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json", ...headers },
+  body: JSON.stringify(body),
+});
+
+/** The ledger key of a signed payment: network, asset, payer and nonce. */
+function paymentKeyOf(payment: Record<string, string>): string {
+  const decoded = JSON.parse(Buffer.from(Object.values(payment)[0] as string, "base64").toString());
+  const { from, nonce } = decoded.payload.authorization;
+  return `${decoded.accepted.network}:${decoded.accepted.asset}:${from}:${nonce}`.toLowerCase();
+}
+
+/** A JSON-RPC relay to anvil that can go dark right after a transaction is broadcast. */
+async function startFlakyRpc(target: string) {
+  let darkAfterBroadcast = false;
+  let dark = false;
+  const server = http.createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString();
+    if (dark) {
+      response.writeHead(503).end("unavailable");
+      return;
+    }
+    const upstream = await fetch(target, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    const text = await upstream.text();
+    if (darkAfterBroadcast && body.includes("eth_sendRawTransaction")) dark = true;
+    response.writeHead(upstream.status, { "content-type": "application/json" }).end(text);
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    goDarkAfterNextBroadcast: () => {
+      darkAfterBroadcast = true;
+    },
+    heal: () => {
+      darkAfterBroadcast = false;
+      dark = false;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+describe("a settlement whose outcome is unknown", () => {
+  let chain: LocalChain;
+  let rpc: Awaited<ReturnType<typeof startFlakyRpc>>;
+  let service: TestService;
+
+  beforeAll(async () => {
+    chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    rpc = await startFlakyRpc(chain.rpcUrl);
+    service = await startTestService({
+      X402_SETTLER_PRIVATE_KEY: devPrivateKey(0),
+      RPC_URL: rpc.url,
+      X402_PAY_TO: devAccounts().payTo.address,
+      X402_SETTLEMENT_TIMEOUT_MS: "2000",
+    });
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await rpc?.stop();
+    await chain?.stop();
+  });
+
+  it("is answered 503 without losing the result, and the retry delivers it, charged once", async () => {
+    const balanceOf = usdcBalances(chain.rpcUrl);
+    const payer = createPayer(devPrivateKey(2));
+    const url = `${service.url}/v1/csv-cleanup`;
+    const request = { rows: [{ id: "kept" }, { id: "KEPT" }] };
+    const payment = await payer.signPayment(await fetch(url, jsonPost(request)));
+    const before = await balanceOf(payer.address);
+
+    rpc.goDarkAfterNextBroadcast();
+    const lost = await fetch(url, jsonPost(request, payment));
+    expect(lost.status).toBe(503);
+    expect(lost.headers.get("retry-after")).toBe("5");
+    expect((await lost.json()).detail).toContain("retry the same request with the same payment");
+    // The transfer did land: the payer is charged, the ledger keeps the payment open with its answer.
+    expect(await balanceOf(payer.address)).toBe(before - PRICE);
+    const store = new SqliteStore(service.config.sqlitePath);
+    const open = await store.getPayment(paymentKeyOf(payment));
+    expect(open?.state).toBe("verified");
+    expect(open?.pendingOutcome?.status).toBe(200);
+
+    rpc.heal();
+    const retried = await fetch(url, jsonPost(request, payment));
+    expect(retried.status).toBe(200);
+    expect((await retried.json()).stats).toMatchObject({ inputRows: 2, outputRows: 1 });
+    const receipt = paymentReceipt(retried);
+    expect(receipt?.success).toBe(true);
+    expect(receipt?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await balanceOf(payer.address)).toBe(before - PRICE);
+    const settled = await store.getPayment(open?.paymentKey as string);
+    expect(settled).toMatchObject({ state: "settled", txHash: receipt?.transaction, pendingOutcome: null });
+    await store.close();
+  });
+});
+
+describe("a payment whose owner died mid-way", () => {
+  let chain: LocalChain;
+  let dead: TestService;
+  let survivor: TestService;
+  let clockOffset = 0;
+  let releaseHang: () => void = () => {};
+
+  // The same operation on both instances; the first call hangs forever, as on a crashed instance.
+  let calls = 0;
+  const flaky = defineOperation({
+    ...csvCleanup,
+    handler: async (input, ctx) => {
+      calls++;
+      if (calls === 1) {
+        await new Promise<void>((resolve) => {
+          releaseHang = resolve;
+        });
+        throw new Error("the dead instance never finishes");
+      }
+      return (csvCleanup.handler as NonNullable<typeof csvCleanup.handler>)(input, ctx);
+    },
+  });
+
+  beforeAll(async () => {
+    chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    const env = {
+      X402_SETTLER_PRIVATE_KEY: devPrivateKey(0),
+      RPC_URL: chain.rpcUrl,
+      X402_PAY_TO: devAccounts().payTo.address,
+      SHUTDOWN_TIMEOUT_MS: "200",
+    };
+    dead = await startTestService(env, { operations: [flaky] });
+    // A second instance on the same database, whose clock can move past the dead one's lease.
+    survivor = await startTestService(
+      { ...env, DATABASE_URL: `sqlite:${dead.config.sqlitePath}` },
+      { operations: [flaky], clock: () => Date.now() + clockOffset },
+    );
+  });
+  afterAll(async () => {
+    releaseHang();
+    await survivor?.stop();
+    await dead?.stop();
+    await chain?.stop();
+  });
+
+  it("is left alone during its lease, then released by another instance: never settled, nothing charged", async () => {
+    const balanceOf = usdcBalances(chain.rpcUrl);
+    const payer = createPayer(devPrivateKey(3));
+    const request = { rows: [{ id: "orphan" }] };
+    const payment = await payer.signPayment(await fetch(`${dead.url}/v1/csv-cleanup`, jsonPost(request)));
+    const before = await balanceOf(payer.address);
+
+    const abandoned = new AbortController();
+    const hanging = fetch(`${dead.url}/v1/csv-cleanup`, {
+      ...jsonPost(request, payment),
+      signal: abandoned.signal,
+    });
+    while (calls === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    abandoned.abort();
+    await hanging.catch(() => undefined);
+
+    // Within the lease the survivor must not touch it: it waits instead of running the work again.
+    const early = await fetch(`${survivor.url}/v1/csv-cleanup`, {
+      ...jsonPost(request, payment),
+      signal: AbortSignal.timeout(1000),
+    }).catch((error: Error) => error);
+    expect(early).toBeInstanceOf(Error);
+    expect(calls).toBe(1);
+
+    // Past the lease, which outlasts the authorization: the dead owner never settled, so the
+    // payment is released and nothing is charged.
+    clockOffset = (120 + 31) * 1000;
+    const resumed = await fetch(`${survivor.url}/v1/csv-cleanup`, jsonPost(request, payment));
+    expect(resumed.status).toBe(402);
+    expect((await resumed.json()).reason).toBe("authorization_expired");
+    expect(calls).toBe(1);
+    const store = new SqliteStore(survivor.config.sqlitePath);
+    expect((await store.getPayment(paymentKeyOf(payment)))?.state).toBe("released");
+    await store.close();
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+});
