@@ -40,7 +40,7 @@ if (!catalog.payment.testChain && !process.env.DEMO_PRIVATE_KEY) {
 let failures = 0;
 for (const entry of [...catalog.operations, ...catalog.products]) {
   if (!entry.available) {
-    console.log(`${entry.id.padEnd(40)} not available yet (501, never charged)`);
+    console.log(`${entry.id.padEnd(44)} not available yet (501, never charged)`);
     continue;
   }
   const input = entry.example.input ?? {};
@@ -57,7 +57,7 @@ for (const entry of [...catalog.operations, ...catalog.products]) {
   await response.arrayBuffer();
   if (!response.ok) failures++;
   console.log(
-    `${entry.id.padEnd(40)} ${response.status}  USD ${entry.price.usd.padStart(6)}  tx ${receipt?.transaction ?? "(none)"}`,
+    `${entry.id.padEnd(44)} ${response.status}  USD ${entry.price.usd.padStart(6)}  tx ${receipt?.transaction ?? "(none)"}`,
   );
 }
 process.exitCode = failures > 0 ? 1 : 0;

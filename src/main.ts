@@ -33,7 +33,7 @@ async function serveCommand(): Promise<void> {
       `  chain RPC    ${service.localChain.rpcUrl} (anvil, chain id 8453, USDC at ${config.payment.asset})`,
       `  payTo        ${service.payTo} (anvil dev account #1)`,
       "  test payers  anvil dev accounts #2-#9 hold 1,000 test USDC each",
-      `  demo         npm run demo   (pays one call of every available operation with account #2)`,
+      `  demo         ${service.url === "http://127.0.0.1:8402" ? "" : `DEMO_BASE_URL=${service.url} `}npm run demo   (pays one call of every available operation with account #2)`,
       "",
     ].join("\n");
     process.stderr.write(`${banner}\n`);

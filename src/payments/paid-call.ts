@@ -480,7 +480,12 @@ export class PaymentGate {
     outcome: StoredOutcome,
     extra: { txHash?: string | null; error?: string } = {},
   ): Promise<StoredOutcome> {
-    await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
+    const completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
+    if (!completed) {
+      // Another attempt (one that outlived its lease) made the payment final first: its outcome stands.
+      const record = await this.store.getPayment(identity.paymentKey);
+      if (record?.outcome) return record.outcome;
+    }
     this.metrics.paymentState(operation.id, state);
     return outcome;
   }
