@@ -1,3 +1,4 @@
+import { format } from "node:util";
 import { serve } from "@hono/node-server";
 import { ConfigError, loadConfig } from "./config.ts";
 import { createLogger } from "./log.ts";
@@ -24,6 +25,9 @@ Configuration comes from the environment; see the README.`;
 async function serveCommand(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
+  // Libraries (the x402 SDK among them) write warnings with console.*: keep the output JSON lines.
+  console.warn = (...args: unknown[]) => log.warn({ source: "console" }, format(...args));
+  console.error = (...args: unknown[]) => log.error({ source: "console" }, format(...args));
   const service = await startService(config, log);
   if (service.localChain) {
     const banner = [
