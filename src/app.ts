@@ -4,7 +4,7 @@ import { cors } from "hono/cors";
 import type { AgentSkills } from "./catalog/agent-skills.ts";
 import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
-import type { AnyOperation } from "./catalog/operation.ts";
+import type { AnyFreeRoute, AnyOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
@@ -33,6 +33,7 @@ export interface Documents {
 
 export interface AppServices {
   operations: readonly AnyOperation[];
+  freeRoutes: readonly AnyFreeRoute[];
   termsById: ReadonlyMap<string, PaymentTerms>;
   documents: Documents;
   gate: PaymentGate;
@@ -71,7 +72,7 @@ const FREE_GET_PATHS = [
 const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 
 export function buildApp(services: AppServices): Hono<Env> {
-  const { operations, termsById, documents, gate, store, metrics, log } = services;
+  const { operations, freeRoutes, termsById, documents, gate, store, metrics, log } = services;
   const now = services.now ?? (() => new Date());
   const app = new Hono<Env>();
 
@@ -129,6 +130,10 @@ export function buildApp(services: AppServices): Hono<Env> {
     });
   });
 
+  for (const route of freeRoutes) {
+    app.get(honoPath(route.path), async () => json(await route.handler()));
+  }
+
   const unpaidById = new Map(
     [...termsById].map(([operationId, terms]) => [operationId, PaymentGate.unpaid(terms)] as const),
   );
@@ -165,7 +170,9 @@ export function buildApp(services: AppServices): Hono<Env> {
   }
 
   // A known path with the wrong method is a 405 naming the allowed ones, not a 404.
-  const methodsByPath = new Map<string, string[]>(FREE_GET_PATHS.map((path) => [path, ["GET"]]));
+  const methodsByPath = new Map<string, string[]>(
+    [...FREE_GET_PATHS, ...freeRoutes.map((route) => route.path)].map((path) => [path, ["GET"]]),
+  );
   for (const operation of operations) {
     methodsByPath.set(operation.path, [...(methodsByPath.get(operation.path) ?? []), operation.method]);
   }

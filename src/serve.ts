@@ -10,7 +10,7 @@ import { buildAgentSkills } from "./catalog/agent-skills.ts";
 import { buildCatalogDocument } from "./catalog/catalog-document.ts";
 import { buildOpenApiDocument } from "./catalog/openapi.ts";
 import type { AnyOperation } from "./catalog/operation.ts";
-import { OPERATIONS } from "./catalog/registry.ts";
+import { FREE_ROUTES, OPERATIONS } from "./catalog/registry.ts";
 import { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { createAuthorizationChecker } from "./chain/authorization-state.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
@@ -84,8 +84,8 @@ export async function startService(
       );
     }
     const documents = {
-      openapi: buildOpenApiDocument(operations, termsById, config.baseUrl),
-      catalog: buildCatalogDocument(operations, termsById, config.baseUrl, {
+      openapi: buildOpenApiDocument(operations, FREE_ROUTES, termsById, config.baseUrl),
+      catalog: buildCatalogDocument(operations, FREE_ROUTES, termsById, config.baseUrl, {
         ...settings,
         mode: payment.mode,
       }),
@@ -129,6 +129,7 @@ export async function startService(
 
     const app = buildApp({
       operations,
+      freeRoutes: FREE_ROUTES,
       termsById,
       documents,
       gate,

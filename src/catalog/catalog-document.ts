@@ -1,12 +1,13 @@
 import type { PaymentTerms } from "../payments/terms.ts";
 import { inputJsonSchema, outputJsonSchema } from "./json-schema.ts";
-import type { AnyOperation } from "./operation.ts";
+import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
 import { SERVICE } from "./service.ts";
 
 /** /catalog.json: the service, its payment terms, and every operation and product with prices and schemas. */
 export function buildCatalogDocument(
   operations: readonly AnyOperation[],
+  freeRoutes: readonly AnyFreeRoute[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
   payment: { network: string; asset: string; payTo: string; mode: string },
@@ -59,6 +60,14 @@ export function buildCatalogDocument(
     },
     operations: operations.filter((operation) => operation.kind !== "product").map(entry),
     products: operations.filter((operation) => operation.kind === "product").map(entry),
-    free: [{ method: "GET", path: JOB_STATUS_PATH, summary: "Read a job's state or result" }],
+    free: [
+      ...freeRoutes.map((route) => ({
+        method: "GET",
+        path: route.path,
+        url: baseUrl + route.path,
+        summary: route.summary,
+      })),
+      { method: "GET", path: JOB_STATUS_PATH, summary: "Read a job's state or result" },
+    ],
   };
 }

@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { PaymentTerms } from "../payments/terms.ts";
 import { JobIdParam, JobRecordSchema } from "./jobs-schema.ts";
-import type { AnyOperation } from "./operation.ts";
+import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
 import { SERVICE, TAG_DESCRIPTIONS } from "./service.ts";
 
@@ -79,6 +79,7 @@ export function paymentInfo(operation: AnyOperation, terms: PaymentTerms) {
 /** /openapi.json (OpenAPI 3.1.0), generated from the registry by @hono/zod-openapi. */
 export function buildOpenApiDocument(
   operations: readonly AnyOperation[],
+  freeRoutes: readonly AnyFreeRoute[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
 ): Record<string, unknown> {
@@ -159,6 +160,23 @@ export function buildOpenApiDocument(
       }),
       "x-payment-info": paymentInfo(operation, terms),
     } as Parameters<typeof registry.registerPath>[0]);
+  }
+
+  for (const route of freeRoutes) {
+    registry.registerPath(
+      createRoute({
+        method: "get",
+        path: route.path,
+        operationId: route.id,
+        summary: route.summary,
+        description: `${route.description}\n\nFree.`,
+        tags: [...route.tags],
+        security: [],
+        responses: {
+          200: { description: "Success (free).", content: { "application/json": { schema: route.output } } },
+        },
+      }),
+    );
   }
 
   registry.registerPath(

@@ -66,3 +66,21 @@ export function usdToAtomic(priceUsd: string): bigint {
   const [, whole, fraction = ""] = match;
   return BigInt(whole as string) * 10n ** BigInt(USD_DECIMALS) + BigInt(fraction.padEnd(USD_DECIMALS, "0"));
 }
+
+/** A free, read-only GET route that belongs to an operation (e.g. the unit list agents read before paying). */
+export interface FreeRouteDefinition<O = unknown> {
+  id: string;
+  path: `/v1/${string}`;
+  summary: string;
+  description: string;
+  tags: readonly string[];
+  output: z.ZodType<O>;
+  handler: () => O | Promise<O>;
+}
+
+export function defineFreeRoute<O>(definition: FreeRouteDefinition<O>): FreeRouteDefinition<O> {
+  return definition;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds free routes of every output type.
+export type AnyFreeRoute = FreeRouteDefinition<any>;

@@ -8,7 +8,7 @@ import { researchBrief } from "../operations/research-brief/index.ts";
 import { tenderShortlist, tenderShortlistGet } from "../operations/tender-shortlist/index.ts";
 import { unitConvert } from "../operations/unit-convert/index.ts";
 import { products } from "../products/index.ts";
-import { type AnyOperation, usdToAtomic } from "./operation.ts";
+import { type AnyFreeRoute, type AnyOperation, usdToAtomic } from "./operation.ts";
 
 /** Every paid operation of SPEC.md: the only list of paths and prices in the code base. */
 export const OPERATIONS: readonly AnyOperation[] = [
@@ -24,6 +24,9 @@ export const OPERATIONS: readonly AnyOperation[] = [
   chainArbitrageSnapshot,
   ...products,
 ];
+
+/** Free GET routes that operations bring along (listed in /openapi.json and /catalog.json, never paid). */
+export const FREE_ROUTES: readonly AnyFreeRoute[] = [];
 
 export const JOB_STATUS_PATH = "/v1/jobs/{id}";
 
