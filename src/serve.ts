@@ -96,13 +96,14 @@ export async function startService(
     const metrics = new Metrics();
     // Chain reads settle unknown outcomes from the token's own record (RPC_URL is optional in facilitator mode).
     const chainRpc = inProcess?.rpcUrl ?? payment.rpcUrl;
-    const gate = new PaymentGate(
+    const gate = new PaymentGate({
       resourceServer,
       store,
       metrics,
-      chainRpc ? createAuthorizationChecker(chainRpc) : undefined,
-      options.clock,
-    );
+      authorizations: chainRpc ? createAuthorizationChecker(chainRpc) : undefined,
+      now: options.clock,
+      settlementTimeoutMs: payment.settlementTimeoutMs,
+    });
     let shuttingDown = false;
 
     const readiness = async (): Promise<Readiness> => {

@@ -1,10 +1,15 @@
 import http from "node:http";
 import pino from "pino";
+import { createPublicClient, createWalletClient, http as viemHttp, parseAbi } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineOperation } from "../src/catalog/operation.ts";
+import { createAuthorizationChecker } from "../src/chain/authorization-state.ts";
 import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
+import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { freePort, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
@@ -187,9 +192,9 @@ describe("a payment whose owner died mid-way", () => {
     expect(early).toBeInstanceOf(Error);
     expect(calls).toBe(1);
 
-    // Past the lease, which outlasts the authorization: the dead owner never settled, so the
-    // payment is released and nothing is charged.
-    clockOffset = (120 + 31) * 1000;
+    // Past the lease (maxTimeoutSeconds + 2 settlement waits + 30 s), which outlasts the
+    // authorization: the dead owner never settled, so the payment is released, nothing charged.
+    clockOffset = (120 + 2 * 30 + 30 + 1) * 1000;
     const resumed = await fetch(`${survivor.url}/v1/csv-cleanup`, jsonPost(request, payment));
     expect(resumed.status).toBe(402);
     expect((await resumed.json()).reason).toBe("authorization_expired");
@@ -198,5 +203,102 @@ describe("a payment whose owner died mid-way", () => {
     expect((await store.getPayment(paymentKeyOf(payment)))?.state).toBe("released");
     await store.close();
     expect(await balanceOf(payer.address)).toBe(before);
+  });
+});
+
+describe("a payer who spends the authorization's nonce elsewhere during the work", () => {
+  it("gets no result and pays nothing: the payment is failed, not settled", async () => {
+    let burn: () => Promise<void> = async () => {};
+    const burnsNonceFirst = defineOperation({
+      ...csvCleanup,
+      handler: async (input, ctx) => {
+        await burn();
+        return (csvCleanup.handler as NonNullable<typeof csvCleanup.handler>)(input, ctx);
+      },
+    });
+    const service = await startTestService({}, { operations: [burnsNonceFirst] });
+    try {
+      const rpcUrl = service.localChain?.rpcUrl as string;
+      const balanceOf = usdcBalances(rpcUrl);
+      const account = privateKeyToAccount(devPrivateKey(4));
+      const payer = createPayer(devPrivateKey(4));
+      const url = `${service.url}/v1/csv-cleanup`;
+      const request = { rows: [{ id: "burn" }] };
+      const payment = await payer.signPayment(await fetch(url, jsonPost(request)));
+      const { nonce } = JSON.parse(Buffer.from(Object.values(payment)[0] as string, "base64").toString()).payload
+        .authorization;
+      // The payer signs a 0-value transfer to itself with the same nonce and submits it first.
+      burn = async () => {
+        const authorization = {
+          from: account.address,
+          to: account.address,
+          value: 0n,
+          validAfter: 0n,
+          validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600),
+          nonce,
+        };
+        const signature = await account.signTypedData({
+          domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: BASE_USDC_ADDRESS },
+          types: {
+            TransferWithAuthorization: [
+              { name: "from", type: "address" },
+              { name: "to", type: "address" },
+              { name: "value", type: "uint256" },
+              { name: "validAfter", type: "uint256" },
+              { name: "validBefore", type: "uint256" },
+              { name: "nonce", type: "bytes32" },
+            ],
+          },
+          primaryType: "TransferWithAuthorization",
+          message: authorization,
+        });
+        const wallet = createWalletClient({
+          account,
+          transport: viemHttp(rpcUrl),
+          chain: { ...base, rpcUrls: { default: { http: [rpcUrl] } } },
+        });
+        const hash = await wallet.writeContract({
+          address: BASE_USDC_ADDRESS,
+          abi: parseAbi([
+            "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
+          ]),
+          functionName: "transferWithAuthorization",
+          args: [
+            authorization.from,
+            authorization.to,
+            authorization.value,
+            authorization.validAfter,
+            authorization.validBefore,
+            authorization.nonce,
+            signature,
+          ],
+        });
+        await createPublicClient({ transport: viemHttp(rpcUrl) }).waitForTransactionReceipt({ hash });
+      };
+      const payToBefore = await balanceOf(service.payTo);
+      const response = await fetch(url, jsonPost(request, payment));
+      expect(response.status).toBe(402);
+      const problem = await response.json();
+      expect(problem.rows).toBeUndefined();
+      expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
+      expect(await balanceOf(service.payTo)).toBe(payToBefore);
+      const store = new SqliteStore(service.config.sqlitePath);
+      expect((await store.getPayment(paymentKeyOf(payment)))?.state).toBe("failed");
+      await store.close();
+      // The token's record agrees: the nonce is used, but not by a transfer to payTo.
+      const outcome = await createAuthorizationChecker(rpcUrl).check({
+        asset: BASE_USDC_ADDRESS,
+        payer: account.address,
+        nonce,
+        payTo: service.payTo,
+        amount: 2_000_000n,
+      });
+      expect(outcome.state).toBe("consumed");
+      // And a retry of the same payment gets the same refusal, not the result.
+      const retry = await fetch(url, jsonPost(request, payment));
+      expect(retry.status).toBe(402);
+    } finally {
+      await service.stop();
+    }
   });
 });

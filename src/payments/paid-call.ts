@@ -17,7 +17,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { canonicalJson } from "../canonical-json.ts";
 import type { AnyOperation, OperationResult } from "../catalog/operation.ts";
-import type { AuthorizationChecker } from "../chain/authorization-state.ts";
+import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
 import { ChainUnavailableError, isTransportError } from "../chain/transport-failures.ts";
 import type { Metrics } from "../metrics.ts";
 import { Problem } from "../problem.ts";
@@ -33,12 +33,10 @@ const RETRY_AFTER_SECONDS = "5";
 const DUPLICATE_WAIT_MS = 60_000;
 /** Beyond the operation's own time, how long a payment's owner may take to settle before others may take over. */
 const LEASE_MARGIN_MS = 30_000;
-/**
- * A settled outcome is replayed to the same payment only until shortly after the authorization
- * expires: the signed payload is public in the settlement transaction's calldata, so replaying
- * it forever would give the paid result to anyone who reads the chain.
- */
-const REPLAY_GRACE_SECONDS = 60;
+/** How long after a payment became final its outcome is replayed to the same payment and request. */
+const REPLAY_WINDOW_MS = 120_000;
+/** After validBefore (+ clock skew) an unused authorization can no longer land: the payment is over. */
+const EXPIRY_MARGIN_SECONDS = 30;
 /** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
 const SETTLEMENT_PENDING = "settlement_pending";
 
@@ -103,15 +101,31 @@ export class PaymentGate {
   private active = 0;
   private idle: (() => void) | undefined;
 
-  constructor(
-    private readonly resourceServer: x402ResourceServer,
-    private readonly store: Store,
-    private readonly metrics: Metrics,
+  private readonly resourceServer: x402ResourceServer;
+  private readonly store: Store;
+  private readonly metrics: Metrics;
+  private readonly authorizations?: AuthorizationChecker;
+  private readonly now: () => number;
+  private readonly settlementTimeoutMs: number;
+
+  constructor(options: {
+    resourceServer: x402ResourceServer;
+    store: Store;
+    metrics: Metrics;
     /** Chain access to resolve unknown settlements; absent in facilitator mode without RPC_URL. */
-    private readonly authorizations?: AuthorizationChecker,
+    authorizations?: AuthorizationChecker;
     /** Epoch milliseconds; injectable so tests can move past leases and replay windows. */
-    private readonly now: () => number = Date.now,
-  ) {}
+    now?: () => number;
+    /** How long one settlement may wait for its receipt; leases cover two of them. */
+    settlementTimeoutMs: number;
+  }) {
+    this.resourceServer = options.resourceServer;
+    this.store = options.store;
+    this.metrics = options.metrics;
+    this.authorizations = options.authorizations;
+    this.now = options.now ?? Date.now;
+    this.settlementTimeoutMs = options.settlementTimeoutMs;
+  }
 
   /** 402 for a call that carries no payment: the route's static terms, as header and as problem+json body. */
   static unpaid(terms: PaymentTerms): StoredOutcome {
@@ -142,7 +156,7 @@ export class PaymentGate {
     try {
       return await this.process(call);
     } catch (error) {
-      if (error instanceof Problem) return problemOutcome(error, call.operation.path);
+      if (error instanceof Problem) return error.toResponse(call.operation.path);
       throw error;
     } finally {
       this.active--;
@@ -174,7 +188,7 @@ export class PaymentGate {
     });
     if (!reservation.reserved) return this.repeat(reservation.existing, identity, call);
     this.metrics.paymentState(call.operation.id, "verified");
-    return this.track(identity.paymentKey, () => this.runAndSettle(identity, call, null));
+    return this.track(identity.paymentKey, () => this.runAndSettle(identity, call, null, false));
   }
 
   /** Decodes and checks the payment header against the route's terms; 402 for anything unusable. */
@@ -253,11 +267,13 @@ export class PaymentGate {
   /**
    * Runs the operation (unless its answer is already kept from an earlier attempt), keeps the
    * answer, then settles. Status ≥ 400 releases the payment; an unknown settlement leaves it open.
+   * `resumed` says an earlier attempt may already have broadcast a settlement for this payment.
    */
   private async runAndSettle(
     identity: PaymentIdentity,
     call: PaidCall,
     kept: StoredOutcome | null,
+    resumed: boolean,
   ): Promise<StoredOutcome> {
     const { operation, log } = call;
     let answer = kept;
@@ -269,17 +285,10 @@ export class PaymentGate {
         const problem =
           error instanceof Problem
             ? error
-            : new Problem(
-                500,
-                "internal-error",
-                "Internal error",
-                "the operation failed unexpectedly; nothing was charged",
-              );
+            : new Problem(500, "internal-error", "Internal error", "the operation failed unexpectedly; nothing was charged");
         if (!(error instanceof Problem)) log.error({ err: error }, "operation failed");
         log.info({ status: problem.status }, "operation failed: payment released, nothing charged");
-        return this.finish(identity, operation, "released", problemOutcome(problem, operation.path), {
-          error: problem.detail,
-        });
+        return this.finish(identity, call, "released", problem.toResponse(operation.path), { error: problem.detail });
       }
       answer = {
         status: result.status ?? 200,
@@ -288,53 +297,110 @@ export class PaymentGate {
       };
       await this.store.recordPendingOutcome(identity.paymentKey, answer);
     }
+    // The operation took its time: the settlement gets a fresh lease so no one takes over meanwhile.
+    await this.store.renewLease(identity.paymentKey, this.now() + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS);
 
     let settlement: SettleResponse;
     try {
       settlement = await this.resourceServer.settlePayment(identity.payload, identity.requirements);
     } catch (error) {
-      if (error instanceof SettleError) {
-        settlement = { ...error, success: false } as SettleResponse;
-      } else {
-        log.error({ err: error }, "settlement outcome unknown; the payment stays open for the next retry");
+      if (!(error instanceof SettleError)) {
+        log.error({ err: error }, "settlement outcome unknown");
         return this.resolveUnknown(identity, call, answer);
       }
+      settlement = { ...error, success: false } as SettleResponse;
     }
-    if (!settlement.success && settlement.errorReason === SETTLEMENT_PENDING) {
+    if (settlement.success) {
+      log.info({ transaction: settlement.transaction, payer: settlement.payer }, "payment settled");
+      return this.finish(identity, call, "settled", withReceipt(answer, settlement), {
+        txHash: settlement.transaction,
+      });
+    }
+    if (settlement.errorReason === SETTLEMENT_PENDING) {
       log.warn({ transaction: settlement.transaction }, "settlement broadcast but not confirmed yet");
       return this.resolveUnknown(identity, call, answer);
     }
-    if (!settlement.success) {
-      // A refusal can hide an earlier attempt's transfer that landed meanwhile (a resumed payment): ask the token.
-      const landed = await this.settledOnChain(identity, call, answer).catch(() => undefined);
-      if (landed) return landed;
-      // Keep the first line: viem appends a multi-line call dump to revert messages.
-      const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split(
-        "\n",
-      )[0] as string;
-      log.warn({ reason: settlement.errorReason, detail: reason }, "settlement failed: result withheld");
-      const rejected = this.rejected(call, settlement.errorReason ?? "settlement_failed", reason);
-      return this.finish(identity, operation, "failed", problemOutcome(rejected, operation.path), {
-        error: reason,
-      });
+    // Keep the first line: viem appends a multi-line call dump to revert messages.
+    const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split("\n")[0] as string;
+    log.warn({ reason: settlement.errorReason, detail: reason, resumed }, "settlement refused");
+    if (resumed) {
+      // The refusal may only mean that an earlier attempt's transfer landed: the token decides.
+      return this.resolveUnknown(identity, call, answer, { refusal: reason });
     }
-    log.info({ transaction: settlement.transaction, payer: settlement.payer }, "payment settled");
-    return this.finish(identity, operation, "settled", withReceipt(answer, settlement), {
-      txHash: settlement.transaction,
-    });
+    const rejected = this.rejected(call, settlement.errorReason ?? "settlement_failed", reason);
+    return this.finish(identity, call, "failed", rejected.toResponse(operation.path), { error: reason });
   }
 
   /**
-   * The settlement call failed without a verdict: the transfer may or may not have happened.
-   * Ask the token; if it cannot tell either, leave the payment open and have the client retry.
+   * The settlement's outcome is not known from the settlement call: ask the token. Paid → settled;
+   * used up otherwise (cancelled, spent elsewhere) → failed; still usable → the payment stays open
+   * and the client retries with the same payment (503), unless it has expired (released).
    */
   private async resolveUnknown(
     identity: PaymentIdentity,
     call: PaidCall,
-    answer: StoredOutcome,
+    answer: StoredOutcome | null,
+    context: { refusal?: string; known?: AuthorizationOutcome } = {},
   ): Promise<StoredOutcome> {
-    const resolved = await this.settledOnChain(identity, call, answer).catch(() => undefined);
-    if (resolved) return resolved;
+    let outcome: AuthorizationOutcome | undefined;
+    try {
+      outcome = context.known ?? (await this.chainOutcome(identity));
+    } catch (error) {
+      call.log.warn({ err: error }, "the chain cannot tell what became of the payment");
+      return this.keepOpen(identity);
+    }
+    if (!outcome) {
+      // No chain access (facilitator mode without RPC_URL): trust a refusal, otherwise wait.
+      if (context.refusal === undefined) return this.keepOpen(identity);
+      const rejected = this.rejected(call, "settlement_failed", context.refusal);
+      return this.finish(identity, call, "failed", rejected.toResponse(call.operation.path), {
+        error: context.refusal,
+      });
+    }
+    if (outcome.state === "paid") {
+      call.log.info({ transaction: outcome.transaction }, "payment found settled on chain");
+      const settlement: SettleResponse = {
+        success: true,
+        transaction: outcome.transaction,
+        network: identity.requirements.network,
+        payer: identity.authorization.from,
+      };
+      const delivered =
+        answer ??
+        new Problem(
+          500,
+          "result-lost",
+          "Result lost",
+          `the payment was settled (transaction ${outcome.transaction}) but its result was not kept; contact the operator`,
+        ).toResponse(call.operation.path);
+      return this.finish(identity, call, "settled", withReceipt(delivered, settlement), {
+        txHash: outcome.transaction,
+      });
+    }
+    if (outcome.state === "consumed") {
+      const message = "the payment authorization was cancelled or spent on another transfer; the result is withheld";
+      const rejected = this.rejected(call, "authorization_consumed", message);
+      return this.finish(identity, call, "failed", rejected.toResponse(call.operation.path), {
+        error: message,
+        txHash: outcome.transaction ?? null,
+      });
+    }
+    // Unused. A transfer broadcast before validBefore cannot land after it (plus clock skew).
+    if (this.now() / 1000 >= Number(identity.authorization.validBefore) + EXPIRY_MARGIN_SECONDS) {
+      const expired = this.rejected(
+        call,
+        "authorization_expired",
+        "the payment expired before it could be settled; nothing was charged; sign a new payment",
+      );
+      return this.finish(identity, call, "released", expired.toResponse(call.operation.path), {
+        error: "expired unsettled",
+      });
+    }
+    return this.keepOpen(identity);
+  }
+
+  /** Leaves the payment open for the client's retry with the same payment; the retry resumes it at once. */
+  private async keepOpen(identity: PaymentIdentity): Promise<never> {
     await this.store.releaseLease(identity.paymentKey);
     throw paymentsUnavailable(
       "the settlement could not be confirmed (facilitator or chain unreachable); retry the same request with the " +
@@ -342,49 +408,22 @@ export class PaymentGate {
     );
   }
 
-  /** If the token says the authorization was used, the payment is settled: deliver the kept answer. */
-  private async settledOnChain(
-    identity: PaymentIdentity,
-    call: PaidCall,
-    answer: StoredOutcome | null,
-  ): Promise<StoredOutcome | undefined> {
-    if (!this.authorizations) return undefined;
-    const { from, nonce } = identity.authorization;
-    const use = await this.authorizations.check(identity.requirements.asset as `0x${string}`, from, nonce);
-    if (!use.used) return undefined;
-    const settlement: SettleResponse = {
-      success: true,
-      transaction: use.transaction ?? "",
-      network: identity.requirements.network,
-      payer: from,
-    };
-    call.log.info({ transaction: use.transaction }, "payment found settled on chain");
-    const outcome = answer
-      ? withReceipt(answer, settlement)
-      : problemOutcome(
-          new Problem(
-            500,
-            "result-lost",
-            "Result lost",
-            `the payment was settled (transaction ${use.transaction ?? "unknown"}) but the result was not kept; contact the operator`,
-          ),
-          call.operation.path,
-        );
-    return this.finish(identity, call.operation, "settled", outcome, { txHash: use.transaction ?? null });
+  /** What the token says became of this payment; undefined without chain access; throws if the chain cannot tell. */
+  private chainOutcome(identity: PaymentIdentity): Promise<AuthorizationOutcome | undefined> {
+    if (!this.authorizations) return Promise.resolve(undefined);
+    return this.authorizations.check({
+      asset: identity.requirements.asset as `0x${string}`,
+      payer: identity.authorization.from,
+      nonce: identity.authorization.nonce,
+      payTo: identity.requirements.payTo as `0x${string}`,
+      amount: BigInt(identity.requirements.amount),
+    });
   }
 
   /** The same payment seen again: the stored outcome, the first attempt's answer, a resumption, or a refusal. */
-  private async repeat(
-    record: PaymentRecord,
-    identity: PaymentIdentity,
-    call: PaidCall,
-  ): Promise<StoredOutcome> {
+  private async repeat(record: PaymentRecord, identity: PaymentIdentity, call: PaidCall): Promise<StoredOutcome> {
     if (record.payloadHash !== identity.payloadHash) {
-      throw this.rejected(
-        call,
-        "nonce_already_used",
-        "this payment authorization nonce has already been used",
-      );
+      throw this.rejected(call, "nonce_already_used", "this payment authorization nonce has already been used");
     }
     if (record.requestHash !== identity.requestHash) {
       throw new Problem(
@@ -394,8 +433,14 @@ export class PaymentGate {
         "this payment was made for a different request; sign a new payment for this one",
       );
     }
-    const replay = (outcome: StoredOutcome) => {
-      if (this.now() / 1000 > record.validBefore + REPLAY_GRACE_SECONDS) {
+    const replayed = (outcome: StoredOutcome) => ({
+      ...outcome,
+      headers: { ...outcome.headers, "x-payment-replayed": "true" },
+    });
+    if (record.outcome) {
+      // The signed payload is public once settled (it is the transaction's calldata): replay only
+      // to the client's own prompt retries, not forever to anyone who reads the chain.
+      if (this.now() > Date.parse(record.updatedAt) + REPLAY_WINDOW_MS) {
         throw new Problem(
           409,
           "payment-already-used",
@@ -403,44 +448,37 @@ export class PaymentGate {
           "this payment was already used and its outcome is no longer served; sign a new payment",
         );
       }
-      return { ...outcome, headers: { ...outcome.headers, "x-payment-replayed": "true" } };
-    };
-    if (record.outcome) return replay(record.outcome);
-
-    const running = this.inflight.get(record.paymentKey);
-    if (running) return replay(await running);
-    if (await this.store.takeOverPayment(record.paymentKey, this.now(), this.leaseUntil(call))) {
-      return replay(await this.track(record.paymentKey, () => this.resume(record, identity, call)));
+      return replayed(record.outcome);
     }
-    return replay(await this.waitForOutcome(record.paymentKey));
+    const running = this.inflight.get(record.paymentKey);
+    if (running) return replayed(await running);
+    if (await this.store.takeOverPayment(record.paymentKey, this.now(), this.leaseUntil(call))) {
+      return replayed(await this.track(record.paymentKey, () => this.resume(record, identity, call)));
+    }
+    return replayed(await this.waitForOutcome(record.paymentKey));
   }
 
   /** Finishes a payment whose owner stopped before its final state (a crash, or an unknown settlement). */
-  private async resume(
-    record: PaymentRecord,
-    identity: PaymentIdentity,
-    call: PaidCall,
-  ): Promise<StoredOutcome> {
+  private async resume(record: PaymentRecord, identity: PaymentIdentity, call: PaidCall): Promise<StoredOutcome> {
     call.log.info({ paymentKey: record.paymentKey }, "resuming an unfinished payment");
+    let outcome: AuthorizationOutcome | undefined;
     try {
-      const settled = await this.settledOnChain(identity, call, record.pendingOutcome);
-      if (settled) return settled;
+      outcome = await this.chainOutcome(identity);
     } catch (error) {
-      await this.store.releaseLease(record.paymentKey);
       call.log.warn({ err: error }, "cannot read the authorization state to resume the payment");
-      throw paymentsUnavailable("the chain could not be reached to resume this payment; retry later");
+      return this.keepOpen(identity);
     }
-    if (this.now() / 1000 >= record.validBefore) {
-      const expired = this.rejected(
-        call,
-        "authorization_expired",
-        "the payment expired before it could be settled; nothing was charged; sign a new payment",
-      );
-      return this.finish(identity, call.operation, "released", problemOutcome(expired, call.operation.path), {
-        error: "expired unsettled",
+    if (outcome && outcome.state !== "unused") {
+      return this.resolveUnknown(identity, call, record.pendingOutcome, { known: outcome });
+    }
+    if (this.now() / 1000 >= Number(identity.authorization.validBefore)) {
+      // Too late to settle; whether an earlier broadcast may still land is decided there.
+      return this.resolveUnknown(identity, call, record.pendingOutcome, {
+        refusal: "the authorization expired",
+        known: outcome,
       });
     }
-    return this.runAndSettle(identity, call, record.pendingOutcome);
+    return this.runAndSettle(identity, call, record.pendingOutcome, true);
   }
 
   private async track(paymentKey: string, work: () => Promise<StoredOutcome>): Promise<StoredOutcome> {
@@ -475,7 +513,7 @@ export class PaymentGate {
 
   private async finish(
     identity: PaymentIdentity,
-    operation: AnyOperation,
+    call: PaidCall,
     state: Exclude<PaymentState, "verified">,
     outcome: StoredOutcome,
     extra: { txHash?: string | null; error?: string } = {},
@@ -486,12 +524,15 @@ export class PaymentGate {
       const record = await this.store.getPayment(identity.paymentKey);
       if (record?.outcome) return record.outcome;
     }
-    this.metrics.paymentState(operation.id, state);
+    this.metrics.paymentState(call.operation.id, state);
     return outcome;
   }
 
+  /** Long enough for the operation (bounded by the authorization's lifetime) and two settlement waits. */
   private leaseUntil(call: PaidCall): number {
-    return this.now() + call.terms.requirements.maxTimeoutSeconds * 1000 + LEASE_MARGIN_MS;
+    return (
+      this.now() + call.terms.requirements.maxTimeoutSeconds * 1000 + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS
+    );
   }
 
   /** 402 for a payment that was presented but cannot be accepted: the terms again, with the reason. */
@@ -522,13 +563,13 @@ export class PaymentGate {
 function isOutage(error: unknown): boolean {
   return (
     error instanceof ChainUnavailableError ||
+    (error instanceof Error && /^Facilitator (verify|settle|getSupported) failed \(5\d\d\)/.test(error.message)) ||
     error instanceof FacilitatorResponseError ||
     isTransportError(error) ||
     (error instanceof Error && isTransportError(error.cause))
   );
 }
 
-const problemOutcome = (problem: Problem, instance?: string): StoredOutcome => problem.toResponse(instance);
 
 const withReceipt = (answer: StoredOutcome, settlement: SettleResponse): StoredOutcome => ({
   ...answer,

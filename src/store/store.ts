@@ -88,9 +88,15 @@ export interface Store {
   recordPendingOutcome(paymentKey: string, outcome: StoredOutcome): Promise<void>;
   /** Takes over an unfinished payment whose lease expired (its owner died or gave up); true if taken. */
   takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean>;
+  /** Extends the owner's lease on an unfinished payment (before a settlement that may take a while). */
+  renewLease(paymentKey: string, leaseUntil: number): Promise<void>;
   /** Gives up ownership of an unfinished payment so that the next retry may resume it at once. */
   releaseLease(paymentKey: string): Promise<void>;
-  /** Moves a "verified" payment to its final state with the outcome; false if it was not "verified". */
+  /**
+   * Moves a "verified" payment to its final state with the outcome; false if it was already final.
+   * "settled" is the one exception: it also replaces "released" or "failed", because only the chain
+   * decides that money moved (a late attempt's settlement can land after a faster one gave up).
+   */
   completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean>;
   revenueByOperationAndDay(): Promise<RevenueRow[]>;
   paymentCounts(): Promise<PaymentCounts[]>;

@@ -87,7 +87,11 @@ export class SqliteStore implements Store {
       completePayment: this.db.prepare(
         `UPDATE payments SET state = @state, tx_hash = @txHash, error = @error, outcome = @outcome,
            pending_outcome = NULL, updated_at = @now
-         WHERE payment_key = @paymentKey AND state = 'verified'`,
+         WHERE payment_key = @paymentKey
+           AND (state = 'verified' OR (@state = 'settled' AND state IN ('released', 'failed')))`,
+      ),
+      renewLease: this.db.prepare(
+        "UPDATE payments SET lease_until = ? WHERE payment_key = ? AND state = 'verified'",
       ),
       recordPendingOutcome: this.db.prepare(
         `UPDATE payments SET pending_outcome = ?, updated_at = ? WHERE payment_key = ? AND state = 'verified'`,
@@ -155,6 +159,10 @@ export class SqliteStore implements Store {
 
   async takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean> {
     return this.statements.takeOver.run(leaseUntil, new Date().toISOString(), paymentKey, now).changes === 1;
+  }
+
+  async renewLease(paymentKey: string, leaseUntil: number): Promise<void> {
+    this.statements.renewLease.run(leaseUntil, paymentKey);
   }
 
   async releaseLease(paymentKey: string): Promise<void> {
