@@ -171,6 +171,7 @@ export async function startService(
           log.error("shutdown: a settlement did not finish in time"),
         );
         clearTimeout(deadline);
+        await Promise.all(operations.map((operation) => operation.close?.()));
         await localChain?.stop();
         await store.close();
         log.info("stopped");

@@ -101,6 +101,21 @@ describe("bad input never reaches payment and always gets problem+json", () => {
     ]);
   });
 
+  it("a lone UTF-16 surrogate in a string or a member name is a 400 pointing at it", async () => {
+    let body = await expectProblem(
+      await call("/v1/csv-cleanup", { method: "POST", body: '{"rows":[{"id":"\\ud800"}]}' }),
+      400,
+    );
+    expect(body.errors).toEqual([
+      { pointer: "/rows/0/id", message: "string contains a lone UTF-16 surrogate (not Unicode text)" },
+    ]);
+    body = await expectProblem(
+      await call("/v1/csv-cleanup", { method: "POST", body: '{"rows":[{"a\\udc00":"x"}]}' }),
+      400,
+    );
+    expect(body.errors[0].pointer).toBe("/rows/0/a\udc00");
+  });
+
   it("query parameter names that are Object.prototype members are plain unknown parameters", async () => {
     for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]) {
       const body = await expectProblem(await call(`/v1/tender-shortlist?${name}=1`), 400);

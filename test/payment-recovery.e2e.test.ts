@@ -1,6 +1,6 @@
 import http from "node:http";
 import pino from "pino";
-import { createPublicClient, createWalletClient, http as viemHttp, parseAbi } from "viem";
+import { createPublicClient, createWalletClient, parseAbi, http as viemHttp } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -225,8 +225,8 @@ describe("a payer who spends the authorization's nonce elsewhere during the work
       const url = `${service.url}/v1/csv-cleanup`;
       const request = { rows: [{ id: "burn" }] };
       const payment = await payer.signPayment(await fetch(url, jsonPost(request)));
-      const { nonce } = JSON.parse(Buffer.from(Object.values(payment)[0] as string, "base64").toString()).payload
-        .authorization;
+      const { nonce } = JSON.parse(Buffer.from(Object.values(payment)[0] as string, "base64").toString())
+        .payload.authorization;
       // The payer signs a 0-value transfer to itself with the same nonce and submits it first.
       burn = async () => {
         const authorization = {

@@ -174,6 +174,7 @@ export function buildOpenApiDocument(
         security: [],
         responses: {
           200: { description: "Success (free).", content: { "application/json": { schema: route.output } } },
+          "4XX": problem("Client error, e.g. 405 for a method other than GET."),
         },
       }),
     );

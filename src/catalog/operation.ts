@@ -15,6 +15,12 @@ export interface OperationResult<O> {
   body: O;
 }
 
+export interface JsonBodyLimits {
+  maxDepth?: number;
+  /** JSON.parse keeps the last of duplicate keys silently; reject such a body instead. */
+  rejectDuplicateKeys?: boolean;
+}
+
 export interface ErrorResponseDoc {
   status: number;
   description: string;
@@ -41,11 +47,19 @@ export interface OperationDefinition<I = unknown, O = unknown> {
   /** Whether a POST body may be omitted (then validated as {}). */
   bodyOptional?: boolean;
   maxBodyBytes?: number;
+  /**
+   * Structural limits of a JSON body, checked right after it parses and before the schema (so
+   * before any payment): a 400 with the pointer of the first container nested deeper than
+   * `maxDepth` (the body itself is level 1), or of the first key an object names twice.
+   */
+  json?: JsonBodyLimits;
   output: z.ZodType<O>;
   outputContentType: "application/json" | "application/zip";
   example: { input?: unknown; output?: unknown };
   /** Statuses beyond 400/402/413 that this operation can answer. */
   errorResponses: readonly ErrorResponseDoc[];
+  /** Releases what the operation holds (worker threads, pools) when the service stops. */
+  close?: () => Promise<void>;
   /** Absent while the operation's issue has not landed: the route answers 501 and never asks for payment. */
   handler?: (input: I, ctx: OperationContext) => Promise<OperationResult<O>>;
 }

@@ -6,7 +6,7 @@ import { jsonDiff } from "../operations/json-diff/index.ts";
 import { openapiAudit } from "../operations/openapi-audit/index.ts";
 import { researchBrief } from "../operations/research-brief/index.ts";
 import { tenderShortlist, tenderShortlistGet } from "../operations/tender-shortlist/index.ts";
-import { unitConvert } from "../operations/unit-convert/index.ts";
+import { unitConvert, unitListRoute } from "../operations/unit-convert/index.ts";
 import { products } from "../products/index.ts";
 import { type AnyFreeRoute, type AnyOperation, usdToAtomic } from "./operation.ts";
 
@@ -26,7 +26,7 @@ export const OPERATIONS: readonly AnyOperation[] = [
 ];
 
 /** Free GET routes that operations bring along (listed in /openapi.json and /catalog.json, never paid). */
-export const FREE_ROUTES: readonly AnyFreeRoute[] = [];
+export const FREE_ROUTES: readonly AnyFreeRoute[] = [unitListRoute];
 
 export const JOB_STATUS_PATH = "/v1/jobs/{id}";
 

@@ -3,7 +3,9 @@ import { createPublicClient, http, parseAbi, parseAbiItem, parseEventLogs } from
 const AUTHORIZATION_STATE_ABI = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
 ]);
-const AUTHORIZATION_USED = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
+const AUTHORIZATION_USED = parseAbiItem(
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+);
 const TRANSFER_ABI = parseAbi(["event Transfer(address indexed from, address indexed to, uint256 value)"]);
 /** How far back to look for the transaction that used an authorization (about a day of Base blocks). */
 const LOG_LOOKBACK_BLOCKS = 50_000n;

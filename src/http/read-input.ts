@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { z } from "zod";
-import type { AnyOperation } from "../catalog/operation.ts";
+import type { AnyOperation, JsonBodyLimits } from "../catalog/operation.ts";
 import {
   escapePointerToken,
   type FieldError,
@@ -60,30 +60,137 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
       { pointer: "", message: `the body is not valid JSON: ${(error as Error).message}` },
     ]);
   }
-  const overflow = firstNonFiniteNumber(body);
-  if (overflow !== undefined) {
-    throw invalidRequest([{ pointer: overflow, message: "number out of range (not a finite double)" }]);
+  if (operation.json) {
+    const error = checkJsonStructure(text, operation.json);
+    if (error) throw invalidRequest([error]);
   }
+  const unrepresentable = firstUnrepresentable(body);
+  if (unrepresentable) throw invalidRequest([unrepresentable]);
   return body;
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
- * JSON.parse turns 1e999 into Infinity, which no JSON output can carry. Finds the first such
- * number, iteratively (a deeply nested body must not exhaust the stack).
+ * Values JSON.parse accepts but no JSON output can carry faithfully: 1e999 (parsed as Infinity)
+ * and strings or member names with a lone UTF-16 surrogate (not Unicode text; RFC 8785, which the
+ * request hash uses, refuses them). Iterative, so a deeply nested body cannot exhaust the stack.
  */
-function firstNonFiniteNumber(root: unknown): string | undefined {
+function firstUnrepresentable(root: unknown): FieldError | undefined {
   const stack: [unknown, string][] = [[root, ""]];
   while (stack.length > 0) {
     const [value, pointer] = stack.pop() as [unknown, string];
-    if (typeof value === "number") {
-      if (!Number.isFinite(value)) return pointer;
-    } else if (typeof value === "object" && value !== null) {
-      for (const [key, child] of Object.entries(value))
-        stack.push([child, `${pointer}/${escapePointerToken(key)}`]);
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      return { pointer, message: "number out of range (not a finite double)" };
+    }
+    if (typeof value === "string" && LONE_SURROGATE.test(value)) {
+      return { pointer, message: "string contains a lone UTF-16 surrogate (not Unicode text)" };
+    }
+    if (typeof value === "object" && value !== null) {
+      for (const [key, child] of Object.entries(value)) {
+        const childPointer = `${pointer}/${escapePointerToken(key)}`;
+        if (LONE_SURROGATE.test(key)) {
+          return {
+            pointer: childPointer,
+            message: "member name contains a lone UTF-16 surrogate (not Unicode text)",
+          };
+        }
+        stack.push([child, childPointer]);
+      }
     }
   }
   return undefined;
 }
+
+/**
+ * The first breach of an operation's JSON body limits: a container nested deeper than `maxDepth`
+ * (the outermost value is level 1) or a key an object names twice (JSON.parse silently keeps the
+ * last one). One linear scan without recursion over text JSON.parse has already accepted, so the
+ * text is well-formed; strings are skipped with indexOf and only keys are decoded.
+ */
+export function checkJsonStructure(text: string, limits: JsonBodyLimits): FieldError | undefined {
+  const maxDepth = limits.maxDepth ?? Number.POSITIVE_INFINITY;
+  const rejectDuplicates = limits.rejectDuplicateKeys === true;
+  if (maxDepth === Number.POSITIVE_INFINITY && !rejectDuplicates) return undefined;
+  // One entry per open container: whether it is an array, the current index or key, the keys seen.
+  const isArray: boolean[] = [];
+  const position: (number | string)[] = [];
+  const keysSeen: (string[] | Set<string> | undefined)[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const end = stringEnd(text, i);
+      if (expectKey) {
+        const raw = text.slice(i + 1, end);
+        const key = raw.indexOf("\\") === -1 ? raw : (JSON.parse(text.slice(i, end + 1)) as string);
+        const top = isArray.length - 1;
+        if (rejectDuplicates && seenBefore(keysSeen, top, key)) {
+          return {
+            pointer: `${pointerOf(position, top)}/${escapePointerToken(key)}`,
+            message: `duplicate key "${key}": this object names it more than once`,
+          };
+        }
+        position[top] = key;
+        expectKey = false;
+      }
+      i = end;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (isArray.length >= maxDepth) {
+        return {
+          pointer: pointerOf(position, isArray.length),
+          message: `nested deeper than ${maxDepth} levels of arrays and objects (the body is level 1)`,
+        };
+      }
+      isArray.push(c === 0x5b);
+      position.push(0);
+      keysSeen.push(undefined);
+      expectKey = c === 0x7b;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      isArray.pop();
+      position.pop();
+      keysSeen.pop();
+      expectKey = false;
+    } else if (c === 0x2c /* , */) {
+      const top = isArray.length - 1;
+      if (isArray[top]) position[top] = (position[top] as number) + 1;
+      else expectKey = true;
+    }
+  }
+  return undefined;
+}
+
+/** Index of the quote that closes the string opening at `start` (one preceded by an even run of backslashes). */
+function stringEnd(text: string, start: number): number {
+  let end = start;
+  for (;;) {
+    end = text.indexOf('"', end + 1);
+    let backslashes = 0;
+    while (text.charCodeAt(end - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return end;
+  }
+}
+
+/** Records `key` for the container at `top`; true when it was already there. Small objects use a list. */
+function seenBefore(keysSeen: (string[] | Set<string> | undefined)[], top: number, key: string): boolean {
+  const keys = keysSeen[top];
+  if (keys === undefined) {
+    keysSeen[top] = [key];
+    return false;
+  }
+  if (Array.isArray(keys)) {
+    if (keys.includes(key)) return true;
+    keys.push(key);
+    if (keys.length > 16) keysSeen[top] = new Set(keys);
+    return false;
+  }
+  if (keys.has(key)) return true;
+  keys.add(key);
+  return false;
+}
+
+const pointerOf = (position: readonly (number | string)[], count: number) =>
+  toPointer(position.slice(0, count));
 
 type FieldKind = "array" | "number" | "boolean" | "string";
 

@@ -285,10 +285,17 @@ export class PaymentGate {
         const problem =
           error instanceof Problem
             ? error
-            : new Problem(500, "internal-error", "Internal error", "the operation failed unexpectedly; nothing was charged");
+            : new Problem(
+                500,
+                "internal-error",
+                "Internal error",
+                "the operation failed unexpectedly; nothing was charged",
+              );
         if (!(error instanceof Problem)) log.error({ err: error }, "operation failed");
         log.info({ status: problem.status }, "operation failed: payment released, nothing charged");
-        return this.finish(identity, call, "released", problem.toResponse(operation.path), { error: problem.detail });
+        return this.finish(identity, call, "released", problem.toResponse(operation.path), {
+          error: problem.detail,
+        });
       }
       answer = {
         status: result.status ?? 200,
@@ -298,7 +305,10 @@ export class PaymentGate {
       await this.store.recordPendingOutcome(identity.paymentKey, answer);
     }
     // The operation took its time: the settlement gets a fresh lease so no one takes over meanwhile.
-    await this.store.renewLease(identity.paymentKey, this.now() + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS);
+    await this.store.renewLease(
+      identity.paymentKey,
+      this.now() + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS,
+    );
 
     let settlement: SettleResponse;
     try {
@@ -321,7 +331,9 @@ export class PaymentGate {
       return this.resolveUnknown(identity, call, answer);
     }
     // Keep the first line: viem appends a multi-line call dump to revert messages.
-    const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split("\n")[0] as string;
+    const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split(
+      "\n",
+    )[0] as string;
     log.warn({ reason: settlement.errorReason, detail: reason, resumed }, "settlement refused");
     if (resumed) {
       // The refusal may only mean that an earlier attempt's transfer landed: the token decides.
@@ -378,7 +390,8 @@ export class PaymentGate {
       });
     }
     if (outcome.state === "consumed") {
-      const message = "the payment authorization was cancelled or spent on another transfer; the result is withheld";
+      const message =
+        "the payment authorization was cancelled or spent on another transfer; the result is withheld";
       const rejected = this.rejected(call, "authorization_consumed", message);
       return this.finish(identity, call, "failed", rejected.toResponse(call.operation.path), {
         error: message,
@@ -421,9 +434,17 @@ export class PaymentGate {
   }
 
   /** The same payment seen again: the stored outcome, the first attempt's answer, a resumption, or a refusal. */
-  private async repeat(record: PaymentRecord, identity: PaymentIdentity, call: PaidCall): Promise<StoredOutcome> {
+  private async repeat(
+    record: PaymentRecord,
+    identity: PaymentIdentity,
+    call: PaidCall,
+  ): Promise<StoredOutcome> {
     if (record.payloadHash !== identity.payloadHash) {
-      throw this.rejected(call, "nonce_already_used", "this payment authorization nonce has already been used");
+      throw this.rejected(
+        call,
+        "nonce_already_used",
+        "this payment authorization nonce has already been used",
+      );
     }
     if (record.requestHash !== identity.requestHash) {
       throw new Problem(
@@ -459,7 +480,11 @@ export class PaymentGate {
   }
 
   /** Finishes a payment whose owner stopped before its final state (a crash, or an unknown settlement). */
-  private async resume(record: PaymentRecord, identity: PaymentIdentity, call: PaidCall): Promise<StoredOutcome> {
+  private async resume(
+    record: PaymentRecord,
+    identity: PaymentIdentity,
+    call: PaidCall,
+  ): Promise<StoredOutcome> {
     call.log.info({ paymentKey: record.paymentKey }, "resuming an unfinished payment");
     let outcome: AuthorizationOutcome | undefined;
     try {
@@ -531,7 +556,10 @@ export class PaymentGate {
   /** Long enough for the operation (bounded by the authorization's lifetime) and two settlement waits. */
   private leaseUntil(call: PaidCall): number {
     return (
-      this.now() + call.terms.requirements.maxTimeoutSeconds * 1000 + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS
+      this.now() +
+      call.terms.requirements.maxTimeoutSeconds * 1000 +
+      2 * this.settlementTimeoutMs +
+      LEASE_MARGIN_MS
     );
   }
 
@@ -563,13 +591,13 @@ export class PaymentGate {
 function isOutage(error: unknown): boolean {
   return (
     error instanceof ChainUnavailableError ||
-    (error instanceof Error && /^Facilitator (verify|settle|getSupported) failed \(5\d\d\)/.test(error.message)) ||
+    (error instanceof Error &&
+      /^Facilitator (verify|settle|getSupported) failed \(5\d\d\)/.test(error.message)) ||
     error instanceof FacilitatorResponseError ||
     isTransportError(error) ||
     (error instanceof Error && isTransportError(error.cause))
   );
 }
-
 
 const withReceipt = (answer: StoredOutcome, settlement: SettleResponse): StoredOutcome => ({
   ...answer,

@@ -1,0 +1,29 @@
+import { parentPort } from "node:worker_threads";
+import { type AuditJob, auditDocument, redoclyConfig } from "./audit.ts";
+
+/** Messages between the pool (main thread) and an audit worker. */
+export type WorkerRequest = { id: number; job: AuditJob };
+export type WorkerReply =
+  | { type: "ready" }
+  | { type: "done"; id: number; result: Awaited<ReturnType<typeof auditDocument>> }
+  | { type: "failed"; id: number; message: string };
+
+const port = parentPort;
+if (!port) throw new Error("the audit worker must run in a worker thread");
+
+// The audit never needs the network: even if a code path tried to fetch, it fails here.
+globalThis.fetch = () => Promise.reject(new Error("the audit worker makes no network requests"));
+
+// Build both rulesets' Redocly configuration before saying ready, so no audit pays for it.
+await Promise.all([redoclyConfig("recommended"), redoclyConfig("strict")]);
+
+port.on("message", async ({ id, job }: WorkerRequest) => {
+  let reply: WorkerReply;
+  try {
+    reply = { type: "done", id, result: await auditDocument(job) };
+  } catch (error) {
+    reply = { type: "failed", id, message: error instanceof Error ? error.message : String(error) };
+  }
+  port.postMessage(reply);
+});
+port.postMessage({ type: "ready" } satisfies WorkerReply);

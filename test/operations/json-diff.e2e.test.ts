@@ -1,0 +1,106 @@
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
+import { jsonDiff } from "../../src/operations/json-diff/index.ts";
+import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+
+const PRICE = 10_000n; // USD 0.01 in USDC atomic units
+const postText = (body: string): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body,
+});
+const sha256 = (text: string) => `sha256:${createHash("sha256").update(text, "utf8").digest("hex")}`;
+
+describe("json-diff on the local chain", () => {
+  let service: TestService;
+  let balanceOf: ReturnType<typeof usdcBalances>;
+  const payer = createPayer(devPrivateKey(4));
+
+  beforeAll(async () => {
+    service = await startTestService({}, { operations: [jsonDiff] });
+    balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("a paid diff charges exactly USD 0.01 and answers the verified patch with a receipt", async () => {
+    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
+    // Number spelling and member order are not differences.
+    const body =
+      '{"before":{"items":[{"id":"a","qty":1.0},{"id":"b","qty":2}],"note":"x","a/b":1},' +
+      '"after":{"a/b":1,"items":[{"qty":2E0,"id":"b"},{"id":"c","qty":5}]},' +
+      '"arrayMode":"key","arrayKey":"id"}';
+    const response = await payer.fetch(`${service.url}/v1/json-diff`, postText(body));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      equal: false,
+      beforeHash: sha256('{"a/b":1,"items":[{"id":"a","qty":1},{"id":"b","qty":2}],"note":"x"}'),
+      afterHash: sha256('{"a/b":1,"items":[{"id":"b","qty":2},{"id":"c","qty":5}]}'),
+      patchHash: sha256(
+        '[{"op":"remove","path":"/items/0"},{"op":"add","path":"/items/1","value":{"id":"c","qty":5}},' +
+          '{"op":"remove","path":"/note"}]',
+      ),
+      changes: [
+        { op: "remove", path: "/items/0", previous: { id: "a", qty: 1 } },
+        { op: "add", path: "/items/1", value: { id: "c", qty: 5 } },
+        { op: "remove", path: "/note", previous: "x" },
+      ],
+      patch: [
+        { op: "remove", path: "/items/0" },
+        { op: "add", path: "/items/1", value: { id: "c", qty: 5 } },
+        { op: "remove", path: "/note" },
+      ],
+      stats: { operations: 3, add: 1, remove: 2, replace: 0, returned: 3 },
+      truncated: false,
+    });
+    const receipt = paymentReceipt(response);
+    expect(receipt).toMatchObject({ success: true, network: "eip155:8453" });
+    expect(receipt?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(receipt?.payer?.toLowerCase()).toBe(payer.address.toLowerCase());
+    expect(await balanceOf(payer.address)).toBe(payerBefore - PRICE);
+    expect(await balanceOf(service.payTo)).toBe(payToBefore + PRICE);
+  });
+
+  it("invalid requests are 400s with JSON Pointers, before any 402, and never charged", async () => {
+    const before = await balanceOf(payer.address);
+    const cases: [string, { pointer: string; message: string }][] = [
+      [
+        '{"before":{"a":1,"a":2},"after":{}}',
+        { pointer: "/before/a", message: 'duplicate key "a": this object names it more than once' },
+      ],
+      [
+        `{"before":${"[".repeat(65)}${"]".repeat(65)},"after":1}`,
+        {
+          pointer: `/before${"/0".repeat(64)}`,
+          message: "nested deeper than 65 levels of arrays and objects (the body is level 1)",
+        },
+      ],
+      [
+        '{"before":[{"id":1},{"name":"x"}],"after":[],"arrayMode":"key","arrayKey":"id"}',
+        {
+          pointer: "/before/1",
+          message: 'missing "id" (arrayMode "key" matches the items of this array by it)',
+        },
+      ],
+    ];
+    for (const [body, error] of cases) {
+      // Without a payment the service still answers 400, not 402: validation comes first.
+      const unpaid = await fetch(`${service.url}/v1/json-diff`, postText(body));
+      expect(unpaid.status).toBe(400);
+      expect(unpaid.headers.get("PAYMENT-REQUIRED")).toBeNull();
+      const response = await payer.fetch(`${service.url}/v1/json-diff`, postText(body));
+      expect(response.status).toBe(400);
+      expect(response.headers.get("content-type")).toContain("application/problem+json");
+      expect((await response.json()).errors).toEqual([error]);
+    }
+    const tooLarge = await payer.fetch(
+      `${service.url}/v1/json-diff`,
+      postText(JSON.stringify({ before: "x".repeat(2 * 1024 * 1024), after: "" })),
+    );
+    expect(tooLarge.status).toBe(413);
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+});

@@ -1,0 +1,154 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
+import { openapiAudit } from "../../src/operations/openapi-audit/index.ts";
+import { closeSharedAuditPool } from "../../src/operations/openapi-audit/pool.ts";
+import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+
+const AUDIT_PRICE = 50_000n; // USD 0.05 in USDC atomic units
+
+const post = (body: unknown): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+});
+
+describe("openapi-audit through the local chain", () => {
+  let service: TestService;
+  let balanceOf: ReturnType<typeof usdcBalances>;
+  let listener: http.Server;
+  let connections = 0;
+  let remote: string;
+  const payer = createPayer(devPrivateKey(3));
+
+  beforeAll(async () => {
+    listener = http.createServer((_, response) => response.writeHead(404).end());
+    listener.on("connection", () => connections++);
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    remote = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+    service = await startTestService({}, { operations: [openapiAudit] });
+    balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await closeSharedAuditPool();
+    listener?.closeAllConnections();
+    await new Promise((resolve) => listener?.close(resolve));
+  });
+
+  it("charges exactly USD 0.05 for an audit of a YAML contract and returns the findings with the receipt", async () => {
+    const contract = [
+      "openapi: 3.0.3",
+      "info: {title: Weather, version: 1.0.0, license: {name: MIT, url: https://opensource.org/license/mit}}",
+      "servers: [{url: 'https://api.weather.test'}]",
+      "security: []",
+      "paths:",
+      "  /forecast:",
+      "    get:",
+      "      summary: Forecast for a city",
+      "      parameters:",
+      `        - $ref: '${remote}/parameters.yaml#/City'`,
+      "      responses:",
+      "        '200':",
+      "          description: The forecast",
+      "          content: {application/json: {schema: {type: object}, example: {tempC: 21}}}",
+      "        '402': {description: Payment required}",
+    ].join("\n");
+    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
+
+    const response = await payer.fetch(`${service.url}/v1/openapi-audit`, post({ contract }));
+
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      openapiVersion: "3.0.3",
+      valid: false,
+      summary: { errors: 2, warnings: 1, info: 0 },
+      findings: [
+        {
+          ruleId: "no-external-refs",
+          severity: "error",
+          message:
+            `external $ref "${remote}/parameters.yaml" was not fetched: this audit reads only the contract it is ` +
+            "sent (never a URL or a file); bundle the contract into one document (e.g. redocly bundle) to audit " +
+            "what it references",
+          pointer: "/paths/~1forecast/get/parameters/0",
+        },
+        {
+          ruleId: "agent-payment-instructions",
+          severity: "error",
+          message: expect.stringMatching(
+            /^GET \/forecast answers 402 Payment Required but does not say how to pay/,
+          ),
+          pointer: "/paths/~1forecast/get/responses/402",
+        },
+        {
+          ruleId: "agent-operation-id",
+          severity: "warning",
+          message: "GET /forecast has no operationId: agents and client generators name the call after it",
+          pointer: "/paths/~1forecast/get",
+        },
+      ],
+      truncated: false,
+    });
+    expect(connections).toBe(0);
+
+    const receipt = paymentReceipt(response);
+    expect(receipt).toMatchObject({ success: true, network: "eip155:8453" });
+    expect(receipt?.payer?.toLowerCase()).toBe(payer.address.toLowerCase());
+    expect(receipt?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await balanceOf(payer.address)).toBe(payerBefore - AUDIT_PRICE);
+    expect(await balanceOf(service.payTo)).toBe(payToBefore + AUDIT_PRICE);
+
+    const store = new SqliteStore(service.config.sqlitePath);
+    const rows = (await store.paymentCounts()).filter((row) => row.operationId === "openapi-audit");
+    expect(rows).toEqual([{ operationId: "openapi-audit", state: "settled", count: 1 }]);
+    await store.close();
+  });
+
+  it("audits the service's own /openapi.json: every paid operation says how to pay", async () => {
+    const document = await (await fetch(`${service.url}/openapi.json`)).json();
+    const response = await payer.fetch(`${service.url}/v1/openapi-audit`, post({ contract: document }));
+    expect(response.status).toBe(200);
+    const result = await response.json();
+    expect(result.openapiVersion).toBe("3.1.0");
+    expect(result.findings.filter((f: { ruleId: string }) => f.ruleId.startsWith("agent-payment"))).toEqual(
+      [],
+    );
+    expect(result.summary.errors).toBe(0);
+  });
+
+  it("answers a Swagger 2.0 contract with a 400 before any payment: nothing asked, nothing charged", async () => {
+    const before = await balanceOf(payer.address);
+    const response = await payer.fetch(
+      `${service.url}/v1/openapi-audit`,
+      post({ contract: { swagger: "2.0", info: { title: "Old", version: "1" }, paths: {} } }),
+    );
+    expect(response.status).toBe(400);
+    expect(response.headers.get("content-type")).toContain("application/problem+json");
+    expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+    expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
+    const problem = await response.json();
+    expect(problem).toMatchObject({ type: "urn:utility402:problem:invalid-request", status: 400 });
+    expect(problem.errors).toEqual([
+      {
+        pointer: "/contract/swagger",
+        message:
+          'Swagger "2.0" (OpenAPI 2.0) is not supported: send an OpenAPI 3.0 or 3.1 contract ' +
+          "(convert it first, e.g. with swagger2openapi)",
+      },
+    ]);
+
+    const broken = await payer.fetch(
+      `${service.url}/v1/openapi-audit`,
+      post({ contract: "openapi: 3.1.0\ninfo: [" }),
+    );
+    expect(broken.status).toBe(400);
+    expect((await broken.json()).errors).toEqual([
+      { pointer: "/contract", message: expect.stringMatching(/^the contract text is not valid YAML: /) },
+    ]);
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+});

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
+import { unitConvert } from "../../src/operations/unit-convert/index.ts";
+import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+
+const PRICE = 10_000n; // USD 0.01 in USDC atomic units
+const post = (body: unknown): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+});
+
+describe("unit-convert on the local chain", () => {
+  let service: TestService;
+  let balanceOf: ReturnType<typeof usdcBalances>;
+  const payer = createPayer(devPrivateKey(3));
+
+  beforeAll(async () => {
+    service = await startTestService({}, { operations: [unitConvert] });
+    balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("a paid batch charges exactly USD 0.01 once and answers exact results with a receipt", async () => {
+    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
+    const response = await payer.fetch(
+      `${service.url}/v1/unit-convert`,
+      post({
+        conversions: [
+          { value: 100, from: "psi", to: "kPa" },
+          { value: 10, from: "°F", to: "°C" },
+          { value: 1, from: "kWh", to: "BTU_IT" },
+        ],
+      }),
+    );
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      results: [
+        {
+          value: 100,
+          from: "psi",
+          to: "kPa",
+          result: 689.475729316836,
+          resultExact: "8896443230521/12903200000",
+          domain: "pressure",
+          dimension: "L^-1·M·T^-2",
+        },
+        {
+          value: 10,
+          from: "degF",
+          to: "degC",
+          result: -12.2222222222222,
+          resultExact: "-12.(2)",
+          domain: "temperature",
+          dimension: "Θ",
+        },
+        {
+          value: 1,
+          from: "kWh",
+          to: "BTU_IT",
+          result: 3412.14163312794,
+          resultExact: "180000000000000/52752792631",
+          domain: "energy",
+          dimension: "L^2·M·T^-2",
+        },
+      ],
+    });
+    const receipt = paymentReceipt(response);
+    expect(receipt).toMatchObject({ success: true, network: "eip155:8453" });
+    expect(receipt?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(receipt?.payer?.toLowerCase()).toBe(payer.address.toLowerCase());
+    expect(await balanceOf(payer.address)).toBe(payerBefore - PRICE);
+    expect(await balanceOf(service.payTo)).toBe(payToBefore + PRICE);
+  });
+
+  it("an invalid unit is a 400 with a JSON Pointer, before the 402, and never charged", async () => {
+    const before = await balanceOf(payer.address);
+    const body = {
+      conversions: [
+        { value: 1, from: "m", to: "ft" },
+        { value: 1, from: "m", to: "ft" },
+        { value: 1, from: "m", to: "ft" },
+        { value: 1, from: "m", to: "kg" },
+      ],
+    };
+    for (const response of [
+      await payer.fetch(`${service.url}/v1/unit-convert`, post(body)),
+      await fetch(`${service.url}/v1/unit-convert`, post(body)),
+    ]) {
+      expect(response.status).toBe(400);
+      expect(response.headers.get("content-type")).toContain("application/problem+json");
+      expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+      expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
+      expect((await response.json()).errors).toEqual([
+        {
+          pointer: "/conversions/3/to",
+          message: expect.stringContaining("m measures length (dimension L), kg measures mass (dimension M)"),
+        },
+      ]);
+    }
+    const ambiguous = await fetch(
+      `${service.url}/v1/unit-convert`,
+      post({ value: 1, from: "ton", to: "kg" }),
+    );
+    expect(ambiguous.status).toBe(400);
+    expect((await ambiguous.json()).errors).toEqual([
+      { pointer: "/from", message: expect.stringContaining('"ton" is ambiguous; name one of: t (tonne') },
+    ]);
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+
+  it("a valid request without payment gets the 402 terms for USD 0.01", async () => {
+    const response = await fetch(`${service.url}/v1/unit-convert`, post({ value: 1, from: "in", to: "mm" }));
+    expect(response.status).toBe(402);
+    expect((await response.json()).accepts[0].amount).toBe(PRICE.toString());
+  });
+
+  it("GET /v1/units is free: 200 without payment, the 92 units with their exact factors", async () => {
+    const response = await fetch(`${service.url}/v1/units`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("application/json");
+    expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+    const list = await response.json();
+    expect(list.count).toBe(92);
+    expect(list.units).toHaveLength(92);
+    expect(list.units.find((u: any) => u.id === "BTU_IT")).toMatchObject({
+      domain: "energy",
+      symbol: "BTU_IT",
+      factor: "52752792631/50000000",
+      factorExact: "1055.05585262",
+    });
+    expect(list.ambiguous.map((a: any) => a.choices)).toContainEqual(["gal_US", "gal_imp"]);
+
+    const post405 = await fetch(`${service.url}/v1/units`, { method: "POST" });
+    expect(post405.status).toBe(405);
+    const openapi = await (await fetch(`${service.url}/openapi.json`)).json();
+    expect(openapi.paths["/v1/units"].get).toMatchObject({ operationId: "list-units", security: [] });
+    const catalog = await (await fetch(`${service.url}/catalog.json`)).json();
+    expect(catalog.free).toContainEqual(expect.objectContaining({ method: "GET", path: "/v1/units" }));
+  });
+});
