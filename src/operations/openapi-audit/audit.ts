@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   BaseResolver,
   type Config,
@@ -25,13 +26,18 @@ export const CONTRACT_RULES = {
   "no-external-refs":
     "an external $ref (URL or file) was not fetched: the audit reads only the contract it is sent",
   "no-ref-cycles": "a $ref chain leads back to itself and never reaches a value",
+  "lint-aborted": "the linter could not finish on this contract; only the agent rules were applied",
 } as const;
 
 /** Redocly rules replaced by agent rules (same check, one finding). */
 const REPLACED_BY_AGENT_RULES = { "operation-operationId": "off", "operation-4xx-response": "off" } as const;
 
-/** Where the contract "lives" for Redocly: any reference to another location is external and refused. */
-const CONTRACT_REF = "/contract.json";
+/**
+ * Where the contract "lives" for Redocly: any reference to another location is external and
+ * refused. The name is new for every audit, so no `$ref` can name the contract's own document
+ * (Redocly would follow it past the cycle check and abort the lint).
+ */
+const contractRef = () => `/contract-${randomUUID()}.json`;
 
 const REFUSED = /^Can't resolve \$ref: external reference "(.*)" is not fetched$/s;
 
@@ -174,9 +180,23 @@ function forEachNode(root: unknown, visit: (node: object, pointer: () => string)
       ? [...walked.node.entries()]
       : Object.entries(walked.node);
     for (const [key, value] of entries) {
-      if (typeof value === "object" && value !== null) stack.push({ node: value, parent: walked, key });
+      if (typeof value !== "object" || value === null || isLiteralData(key, walked.key)) continue;
+      stack.push({ node: value, parent: walked, key });
     }
   }
+}
+
+/**
+ * Members whose values are data, not OpenAPI objects: a `$ref` inside them is literal text (an
+ * example payload, a default, an extension). `value` is an Example Object's payload, unless it is
+ * a property named "value" in a schema's `properties`.
+ */
+function isLiteralData(key: string | number, parentKey: string | number | undefined): boolean {
+  if (typeof key !== "string") return false;
+  if (key === "example" || key === "default" || key === "const" || key === "enum" || key.startsWith("x-")) {
+    return parentKey !== "properties" && parentKey !== "patternProperties";
+  }
+  return key === "value" && parentKey !== "properties" && parentKey !== "patternProperties";
 }
 
 const isLocalRef = (node: unknown): node is { $ref: string } =>
@@ -280,13 +300,26 @@ export async function auditDocument(job: AuditJob): Promise<OpenApiAuditOutput> 
   const config = await redoclyConfig(job.ruleset);
   const cycles = findRefCycles(job.document);
   const document = cycles.length > 0 ? withoutCycles(job.document, cycles) : job.document;
+  // Redocly aborts the whole lint on some contracts (a self-referencing pointer the cycle scan
+  // cannot see): report that as a finding rather than failing the audit.
+  let aborted: string | undefined;
   const problems = await lintDocument({
-    document: { source: new Source(CONTRACT_REF, ""), parsed: document },
+    document: { source: new Source(contractRef(), ""), parsed: document },
     config,
     externalRefResolver: new RefusingResolver(),
+  }).catch((error: Error) => {
+    aborted = error.message.split("\n")[0];
+    return [];
   });
-
   const findings: Finding[] = problems.filter((problem) => !problem.ignored).map(fromRedocly);
+  if (aborted !== undefined) {
+    findings.push({
+      ruleId: "lint-aborted",
+      severity: "error",
+      message: `the linter stopped on this contract (${aborted}); only the agent rules ran`,
+      pointer: "",
+    });
+  }
   for (const cycle of cycles) {
     const chain = [...cycle.refs, cycle.refs[0]].join(" → ");
     for (const pointer of cycle.pointers) {

@@ -1,4 +1,5 @@
 import YAML from "yaml";
+import { checkJsonStructure } from "../../http/read-input.ts";
 
 /** A contract larger than this (UTF-8 bytes of the text, or of an object's JSON text) is a 400. */
 export const MAX_CONTRACT_BYTES = 1024 * 1024;
@@ -86,7 +87,11 @@ function parseText(text: string): { value: unknown } | { error: string } {
   let jsonError: string | undefined;
   if (looksLikeJson) {
     try {
-      return { value: JSON.parse(source) };
+      const value = JSON.parse(source);
+      // JSON.parse keeps the last of two equal keys silently; a contract must not be ambiguous.
+      const duplicate = checkJsonStructure(source, { rejectDuplicateKeys: true });
+      if (duplicate) return { error: `the contract text has a duplicate key at ${duplicate.pointer}` };
+      return { value };
     } catch (error) {
       jsonError = (error as Error).message;
     }

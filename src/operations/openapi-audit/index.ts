@@ -65,6 +65,8 @@ export const openapiAudit = defineOperation({
   inputFrom: "body",
   input: OpenApiAuditRequest,
   maxBodyBytes: MAX_BODY_BYTES,
+  // An object contract with duplicate keys is ambiguous: refused before payment, with a pointer.
+  json: { rejectDuplicateKeys: true },
   output: OpenApiAuditResponse,
   outputContentType: "application/json",
   example: {

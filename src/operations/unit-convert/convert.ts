@@ -107,7 +107,15 @@ export function conversionIssues(conversion: Conversion, table: UnitTable = UNIT
   if (!fromUnit || !toUnit) return issues;
   const mismatch = incompatibility(fromUnit, toUnit);
   if (mismatch) return [{ field: "to", message: mismatch }];
-  const exact = convertExact(Rational.fromNumber(conversion.value), fromUnit, toUnit);
+  const value = Rational.fromNumber(conversion.value);
+  // An absolute temperature below 0 K does not exist; differences (delta_*) may be negative.
+  if (
+    fromUnit.quantity === "absolute temperature" &&
+    fromUnit.scale.mul(value).add(fromUnit.offset).sign() < 0
+  ) {
+    return [{ field: "value", message: `${conversion.value} ${fromUnit.id} is below absolute zero` }];
+  }
+  const exact = convertExact(value, fromUnit, toUnit);
   if (exact.abs().compare(MAX_DOUBLE) > 0) {
     const { mantissa, exponent } = roundSignificant(exact.abs(), 3);
     const digits = mantissa.toString();

@@ -176,3 +176,26 @@ describe("GET /v1/units (free)", () => {
     }
   });
 });
+
+describe("absolute temperatures below absolute zero", () => {
+  it("are a 400 at /value; differences may be negative", async () => {
+    const { UnitConvertRequest } = await import("./schema.ts");
+    const { zodIssuesToFieldErrors } = await import("../../problem.ts");
+    for (const [value, from] of [
+      [-500, "degC"],
+      [-1, "K"],
+      [-460, "degF"],
+    ] as const) {
+      const parsed = UnitConvertRequest.safeParse({ value, from, to: "K" });
+      expect(parsed.success, `${value} ${from}`).toBe(false);
+      expect(zodIssuesToFieldErrors(parsed.error?.issues ?? [])[0]).toEqual({
+        pointer: "/value",
+        message: `${value} ${from} is below absolute zero`,
+      });
+    }
+    expect(UnitConvertRequest.safeParse({ value: -273.15, from: "degC", to: "K" }).success).toBe(true);
+    expect(UnitConvertRequest.safeParse({ value: -500, from: "delta_degC", to: "delta_degF" }).success).toBe(
+      true,
+    );
+  });
+});
