@@ -12,14 +12,9 @@ import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
-import { freePort, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
+import { freePort, jsonPost, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
 
 const PRICE = 2_000_000n;
-const jsonPost = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
-  method: "POST",
-  headers: { "content-type": "application/json", ...headers },
-  body: JSON.stringify(body),
-});
 
 /** The ledger key of a signed payment: network, asset, payer and nonce. */
 function paymentKeyOf(payment: Record<string, string>): string {

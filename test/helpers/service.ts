@@ -67,3 +67,10 @@ export function usdcBalances(rpcUrl: string) {
       args: [address],
     });
 }
+
+/** A POST with a JSON body (and optional headers, e.g. a PAYMENT-SIGNATURE). */
+export const jsonPost = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json", ...headers },
+  body: JSON.stringify(body),
+});

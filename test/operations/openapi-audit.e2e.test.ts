@@ -6,15 +6,9 @@ import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { openapiAudit } from "../../src/operations/openapi-audit/index.ts";
 import { closeSharedAuditPool } from "../../src/operations/openapi-audit/pool.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
-import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 
 const AUDIT_PRICE = 50_000n; // USD 0.05 in USDC atomic units
-
-const post = (body: unknown): RequestInit => ({
-  method: "POST",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(body),
-});
 
 describe("openapi-audit through the local chain", () => {
   let service: TestService;
@@ -59,7 +53,7 @@ describe("openapi-audit through the local chain", () => {
     ].join("\n");
     const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
 
-    const response = await payer.fetch(`${service.url}/v1/openapi-audit`, post({ contract }));
+    const response = await payer.fetch(`${service.url}/v1/openapi-audit`, jsonPost({ contract }));
 
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
@@ -110,7 +104,7 @@ describe("openapi-audit through the local chain", () => {
 
   it("audits the service's own /openapi.json: every paid operation says how to pay", async () => {
     const document = await (await fetch(`${service.url}/openapi.json`)).json();
-    const response = await payer.fetch(`${service.url}/v1/openapi-audit`, post({ contract: document }));
+    const response = await payer.fetch(`${service.url}/v1/openapi-audit`, jsonPost({ contract: document }));
     expect(response.status).toBe(200);
     const result = await response.json();
     expect(result.openapiVersion).toBe("3.1.0");
@@ -124,7 +118,7 @@ describe("openapi-audit through the local chain", () => {
     const before = await balanceOf(payer.address);
     const response = await payer.fetch(
       `${service.url}/v1/openapi-audit`,
-      post({ contract: { swagger: "2.0", info: { title: "Old", version: "1" }, paths: {} } }),
+      jsonPost({ contract: { swagger: "2.0", info: { title: "Old", version: "1" }, paths: {} } }),
     );
     expect(response.status).toBe(400);
     expect(response.headers.get("content-type")).toContain("application/problem+json");
@@ -143,7 +137,7 @@ describe("openapi-audit through the local chain", () => {
 
     const broken = await payer.fetch(
       `${service.url}/v1/openapi-audit`,
-      post({ contract: "openapi: 3.1.0\ninfo: [" }),
+      jsonPost({ contract: "openapi: 3.1.0\ninfo: [" }),
     );
     expect(broken.status).toBe(400);
     expect((await broken.json()).errors).toEqual([

@@ -2,14 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { unitConvert } from "../../src/operations/unit-convert/index.ts";
-import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 
 const PRICE = 10_000n; // USD 0.01 in USDC atomic units
-const post = (body: unknown): RequestInit => ({
-  method: "POST",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(body),
-});
 
 describe("unit-convert on the local chain", () => {
   let service: TestService;
@@ -28,7 +23,7 @@ describe("unit-convert on the local chain", () => {
     const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
     const response = await payer.fetch(
       `${service.url}/v1/unit-convert`,
-      post({
+      jsonPost({
         conversions: [
           { value: 100, from: "psi", to: "kPa" },
           { value: 10, from: "°F", to: "°C" },
@@ -87,8 +82,8 @@ describe("unit-convert on the local chain", () => {
       ],
     };
     for (const response of [
-      await payer.fetch(`${service.url}/v1/unit-convert`, post(body)),
-      await fetch(`${service.url}/v1/unit-convert`, post(body)),
+      await payer.fetch(`${service.url}/v1/unit-convert`, jsonPost(body)),
+      await fetch(`${service.url}/v1/unit-convert`, jsonPost(body)),
     ]) {
       expect(response.status).toBe(400);
       expect(response.headers.get("content-type")).toContain("application/problem+json");
@@ -103,7 +98,7 @@ describe("unit-convert on the local chain", () => {
     }
     const ambiguous = await fetch(
       `${service.url}/v1/unit-convert`,
-      post({ value: 1, from: "ton", to: "kg" }),
+      jsonPost({ value: 1, from: "ton", to: "kg" }),
     );
     expect(ambiguous.status).toBe(400);
     expect((await ambiguous.json()).errors).toEqual([
@@ -113,7 +108,10 @@ describe("unit-convert on the local chain", () => {
   });
 
   it("a valid request without payment gets the 402 terms for USD 0.01", async () => {
-    const response = await fetch(`${service.url}/v1/unit-convert`, post({ value: 1, from: "in", to: "mm" }));
+    const response = await fetch(
+      `${service.url}/v1/unit-convert`,
+      jsonPost({ value: 1, from: "in", to: "mm" }),
+    );
     expect(response.status).toBe(402);
     expect((await response.json()).accepts[0].amount).toBe(PRICE.toString());
   });
