@@ -4,7 +4,7 @@ import { cors } from "hono/cors";
 import type { AgentSkills } from "./catalog/agent-skills.ts";
 import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
-import type { AnyFreeRoute, AnyOperation } from "./catalog/operation.ts";
+import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
@@ -33,6 +33,8 @@ export interface Documents {
 
 export interface AppServices {
   operations: readonly AnyOperation[];
+  /** The operations bound to this service (by id); an operation without one answers 501. */
+  started: ReadonlyMap<string, StartedOperation<unknown, unknown>>;
   freeRoutes: readonly AnyFreeRoute[];
   termsById: ReadonlyMap<string, PaymentTerms>;
   documents: Documents;
@@ -143,7 +145,7 @@ export function buildApp(services: AppServices): Hono<Env> {
     const unpaid = unpaidById.get(operation.id) as StoredOutcome;
     app.on(operation.method, honoPath(operation.path), async (c: Context<Env>) => {
       const input = await readOperationInput(c, operation);
-      const handler = operation.handler;
+      const handler = services.started.get(operation.id);
       if (!handler) {
         throw new Problem(
           501,
@@ -163,7 +165,7 @@ export function buildApp(services: AppServices): Hono<Env> {
           paymentHeader,
           requestId: c.get("requestId"),
           log: requestLog,
-          run: () => handler(input, { requestId: c.get("requestId"), log: requestLog, now }),
+          run: () => handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now }),
         }),
       );
     });

@@ -9,7 +9,7 @@ import { buildApp, type Readiness } from "./app.ts";
 import { buildAgentSkills } from "./catalog/agent-skills.ts";
 import { buildCatalogDocument } from "./catalog/catalog-document.ts";
 import { buildOpenApiDocument } from "./catalog/openapi.ts";
-import type { AnyOperation } from "./catalog/operation.ts";
+import type { AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { FREE_ROUTES, OPERATIONS } from "./catalog/registry.ts";
 import { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { createAuthorizationChecker } from "./chain/authorization-state.ts";
@@ -69,7 +69,21 @@ export async function startService(
     };
   }
   const store = new SqliteStore(config.sqlitePath);
+  const started = new Map<string, StartedOperation<unknown, unknown>>();
+  const closeOperations = () =>
+    Promise.all([
+      ...[...started.values()].map((operation) => operation.close?.()),
+      ...operations.map((operation) => operation.close?.()),
+    ]);
   try {
+    const now = options.clock ? () => new Date((options.clock as () => number)()) : () => new Date();
+    for (const operation of operations) {
+      if (operation.start) {
+        started.set(operation.id, await operation.start({ config, log, now, store, localChain }));
+      } else if (operation.handler) {
+        started.set(operation.id, { handle: operation.handler });
+      }
+    }
     const backend = createPaymentBackend(payment, inProcess);
     const resourceServer = new x402ResourceServer(backend.facilitator)
       .register(payment.network, new ExactEvmScheme())
@@ -85,10 +99,17 @@ export async function startService(
     }
     const documents = {
       openapi: buildOpenApiDocument(operations, FREE_ROUTES, termsById, config.baseUrl),
-      catalog: buildCatalogDocument(operations, FREE_ROUTES, termsById, config.baseUrl, {
-        ...settings,
-        mode: payment.mode,
-      }),
+      catalog: buildCatalogDocument(
+        operations,
+        FREE_ROUTES,
+        termsById,
+        config.baseUrl,
+        {
+          ...settings,
+          mode: payment.mode,
+        },
+        started,
+      ),
       x402: buildX402Manifest(operations, termsById, config.baseUrl),
       agentSkills: buildAgentSkills(operations, termsById, config.baseUrl),
     };
@@ -124,12 +145,22 @@ export async function startService(
           `unavailable: ${(error as Error).message}`;
       }
       checks.worker = "none (no asynchronous operation is enabled on this build)";
+      for (const [id, operation] of started) {
+        if (!operation.probe) continue;
+        try {
+          checks[id] = await withTimeout(operation.probe(), PROBE_TIMEOUT_MS);
+        } catch (error) {
+          ready = false;
+          checks[id] = `unavailable: ${(error as Error).message}`;
+        }
+      }
       if (shuttingDown) checks.server = "shutting down";
       return { ready, checks };
     };
 
     const app = buildApp({
       operations,
+      started,
       freeRoutes: FREE_ROUTES,
       termsById,
       documents,
@@ -171,7 +202,7 @@ export async function startService(
           log.error("shutdown: a settlement did not finish in time"),
         );
         clearTimeout(deadline);
-        await Promise.all(operations.map((operation) => operation.close?.()));
+        await closeOperations();
         await localChain?.stop();
         await store.close();
         log.info("stopped");
@@ -181,6 +212,7 @@ export async function startService(
     log.info({ port, mode: payment.mode, baseUrl: url }, "listening");
     return { url, config, localChain, payTo: settings.payTo, stop };
   } catch (error) {
+    await closeOperations();
     await localChain?.stop();
     await store.close();
     throw error;

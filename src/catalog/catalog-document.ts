@@ -1,6 +1,6 @@
 import type { PaymentTerms } from "../payments/terms.ts";
 import { inputJsonSchema, outputJsonSchema } from "./json-schema.ts";
-import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
+import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./operation.ts";
 import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
 import { SERVICE } from "./service.ts";
 
@@ -11,6 +11,7 @@ export function buildCatalogDocument(
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
   payment: { network: string; asset: string; payTo: string; mode: string },
+  started: ReadonlyMap<string, StartedOperation<unknown, unknown>> = new Map(),
 ) {
   const entry = (operation: AnyOperation) => {
     const terms = termsById.get(operation.id) as PaymentTerms;
@@ -22,7 +23,8 @@ export function buildCatalogDocument(
       url: baseUrl + operation.path,
       summary: operation.summary,
       description: operation.description,
-      available: isImplemented(operation),
+      available: isImplemented(operation) && started.get(operation.id)?.available !== false,
+      ...started.get(operation.id)?.catalogDetails,
       price: { usd: operation.priceUsd, atomic: terms.requirements.amount, asset: terms.requirements.asset },
       accepts: [terms.requirements],
       input:

@@ -1,5 +1,8 @@
 import type { Logger } from "pino";
 import type { z } from "zod";
+import type { LocalChain } from "../chain/local-chain.ts";
+import type { Config } from "../config.ts";
+import type { Store } from "../store/store.ts";
 
 export type OperationKind = "sync" | "async" | "product";
 
@@ -7,6 +10,30 @@ export interface OperationContext {
   requestId: string;
   log: Logger;
   now: () => Date;
+}
+
+/** What a running service hands an operation that needs more than its input (upstream URLs, clients, the store). */
+export interface OperationEnvironment {
+  config: Config;
+  log: Logger;
+  /** The service clock (injectable in tests). */
+  now: () => Date;
+  store: Store;
+  /** Present in local mode: the test chain the service started. */
+  localChain?: LocalChain;
+}
+
+/** An operation bound to a running service: its handler and what it holds. */
+export interface StartedOperation<I = unknown, O = unknown> {
+  handle(input: I, ctx: OperationContext): Promise<OperationResult<O>>;
+  /** Facts the catalog shows about this operation as started (dataset totals, a release's size and digest). */
+  catalogDetails?: Record<string, unknown>;
+  /** False when the operation cannot serve now (e.g. no release built); the catalog says so. */
+  available?: boolean;
+  /** A /readyz line for what the operation depends on; throws when it is not ready. */
+  probe?(): Promise<string>;
+  /** Releases what it holds when the service stops. */
+  close?(): Promise<void>;
 }
 
 /** What an operation answers on success; any failure is a thrown Problem. */
@@ -60,8 +87,13 @@ export interface OperationDefinition<I = unknown, O = unknown> {
   errorResponses: readonly ErrorResponseDoc[];
   /** Releases what the operation holds (worker threads, pools) when the service stops. */
   close?: () => Promise<void>;
-  /** Absent while the operation's issue has not landed: the route answers 501 and never asks for payment. */
+  /**
+   * A pure handler of the validated input. An operation that needs the service's settings or
+   * clients declares `start` instead. With neither, the route answers 501 and never asks for payment.
+   */
   handler?: (input: I, ctx: OperationContext) => Promise<OperationResult<O>>;
+  /** Binds the operation to the running service once, at start. */
+  start?: (env: OperationEnvironment) => Promise<StartedOperation<I, O>>;
 }
 
 export function defineOperation<I, O>(definition: OperationDefinition<I, O>): OperationDefinition<I, O> {

@@ -32,4 +32,5 @@ export const JOB_STATUS_PATH = "/v1/jobs/{id}";
 
 export const atomicPrice = (operation: AnyOperation) => usdToAtomic(operation.priceUsd).toString();
 
-export const isImplemented = (operation: AnyOperation) => operation.handler !== undefined;
+export const isImplemented = (operation: AnyOperation) =>
+  operation.handler !== undefined || operation.start !== undefined;
