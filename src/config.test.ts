@@ -1,3 +1,4 @@
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { BASE_NETWORK, BASE_USDC_ADDRESS, ConfigError, loadConfig } from "./config.ts";
 
@@ -59,9 +60,23 @@ describe("loadConfig", () => {
   });
 
   it("refuses a local chain that is not Base and a database it cannot use", () => {
-    expect(problemsOf({ X402_NETWORK: "eip155:1", DATABASE_URL: "postgres://x" })).toEqual([
+    expect(problemsOf({ X402_NETWORK: "eip155:1", DATABASE_URL: "mysql://x" })).toEqual([
+      "DATABASE_URL: must be sqlite:<path> or postgres://user:password@host:port/db",
       "X402_NETWORK: local mode runs a Base (eip155:8453) test chain; got eip155:1",
-      "DATABASE_URL: only sqlite:<path> is supported by this build (PostgreSQL support is not built yet)",
     ]);
+  });
+
+  it("names the store: SQLite under DATA_DIR by default, a file, or PostgreSQL with a pool size", () => {
+    expect(loadConfig({ DATA_DIR: "data" }).database).toEqual({
+      kind: "sqlite",
+      path: path.resolve("data", "utility402.sqlite"),
+    });
+    expect(loadConfig({ DATABASE_URL: "sqlite:x/y.db" }).database).toEqual({
+      kind: "sqlite",
+      path: path.resolve("x/y.db"),
+    });
+    expect(
+      loadConfig({ DATABASE_URL: "postgres://u:p@db:5432/app", DATABASE_POOL_SIZE: "20" }).database,
+    ).toEqual({ kind: "postgres", url: "postgres://u:p@db:5432/app", poolSize: 20 });
   });
 });

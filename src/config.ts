@@ -41,7 +41,15 @@ const EnvSchema = z.object({
   LOCAL_CHAIN_PORT: optional(port).default(8545),
   LOCAL_CHAIN_STATE: optional(z.string()),
   DATA_DIR: optional(z.string()).default("./var"),
-  DATABASE_URL: optional(z.string()),
+  DATABASE_URL: optional(
+    z
+      .string()
+      .regex(
+        /^(sqlite:.+|postgres(ql)?:\/\/.+)$/,
+        "must be sqlite:<path> or postgres://user:password@host:port/db",
+      ),
+  ),
+  DATABASE_POOL_SIZE: optional(z.coerce.number().int().min(1).max(500)).default(10),
   TED_API_URL: optional(httpUrl).default("https://api.ted.europa.eu/v3/notices/search"),
   LOG_LEVEL: optional(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
   SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number().int().min(0).max(600_000)).default(15_000),
@@ -73,7 +81,8 @@ export interface Config {
   };
   localChain: { port: number; statePath?: string };
   dataDir: string;
-  sqlitePath: string;
+  /** Where the service keeps its state: one SQLite file, or a PostgreSQL database shared by instances. */
+  database: { kind: "sqlite"; path: string } | { kind: "postgres"; url: string; poolSize: number };
   tedApiUrl: string;
   logLevel: string;
   shutdownTimeoutMs: number;
@@ -121,17 +130,17 @@ export function loadConfig(
   if (mode === "local" && e.X402_NETWORK && e.X402_NETWORK !== BASE_NETWORK) {
     problems.push(`X402_NETWORK: local mode runs a Base (${BASE_NETWORK}) test chain; got ${e.X402_NETWORK}`);
   }
-  if (e.DATABASE_URL && !e.DATABASE_URL.startsWith("sqlite:")) {
-    problems.push(
-      "DATABASE_URL: only sqlite:<path> is supported by this build (PostgreSQL support is not built yet)",
-    );
-  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const dataDir = path.resolve(e.DATA_DIR);
-  const sqlitePath = e.DATABASE_URL
-    ? path.resolve(e.DATABASE_URL.slice("sqlite:".length))
-    : path.join(dataDir, "utility402.sqlite");
+  const database: Config["database"] = e.DATABASE_URL?.startsWith("postgres")
+    ? { kind: "postgres", url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE }
+    : {
+        kind: "sqlite",
+        path: e.DATABASE_URL
+          ? path.resolve(e.DATABASE_URL.slice("sqlite:".length))
+          : path.join(dataDir, "utility402.sqlite"),
+      };
   const baseUrl = (e.BASE_URL ?? `http://${e.HOST === "0.0.0.0" ? "localhost" : e.HOST}:${e.PORT}`).replace(
     /\/+$/,
     "",
@@ -166,7 +175,7 @@ export function loadConfig(
           : path.resolve(e.LOCAL_CHAIN_STATE ?? path.join(dataDir, "local-chain-state.json")),
     },
     dataDir,
-    sqlitePath,
+    database,
     tedApiUrl: e.TED_API_URL,
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

@@ -7,7 +7,7 @@ import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
 import { formatRevenueReport } from "./payments/ledger-report.ts";
 import { createSettlerSigner } from "./payments/settler-signer.ts";
 import { startService } from "./serve.ts";
-import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
+import { openStore } from "./store/open-store.ts";
 
 const USAGE = `usage: utility402 <command>
 
@@ -58,7 +58,7 @@ async function serveCommand(): Promise<void> {
 
 async function ledgerCommand(args: string[]): Promise<void> {
   const config = loadConfig();
-  const store = new SqliteStore(config.sqlitePath);
+  const store = await openStore(config.database);
   try {
     const rows = await store.revenueByOperationAndDay();
     process.stdout.write(

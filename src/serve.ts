@@ -20,7 +20,7 @@ import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator.ts";
 import { PaymentGate } from "./payments/paid-call.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
-import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
+import { openStore } from "./store/open-store.ts";
 
 export interface RunningService {
   url: string;
@@ -68,7 +68,10 @@ export async function startService(
       pollingIntervalMs: 250,
     };
   }
-  const store = new SqliteStore(config.sqlitePath);
+  const store = await openStore(config.database).catch(async (error) => {
+    await localChain?.stop();
+    throw error;
+  });
   const started = new Map<string, StartedOperation<unknown, unknown>>();
   const closeOperations = () =>
     Promise.all([

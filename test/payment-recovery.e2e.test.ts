@@ -11,7 +11,7 @@ import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
-import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { openStore } from "../src/store/open-store.ts";
 import { freePort, jsonPost, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
 
 const PRICE = 2_000_000n;
@@ -99,7 +99,7 @@ describe("a settlement whose outcome is unknown", () => {
     expect((await lost.json()).detail).toContain("retry the same request with the same payment");
     // The transfer did land: the payer is charged, the ledger keeps the payment open with its answer.
     expect(await balanceOf(payer.address)).toBe(before - PRICE);
-    const store = new SqliteStore(service.config.sqlitePath);
+    const store = await openStore(service.config.database);
     const open = await store.getPayment(paymentKeyOf(payment));
     expect(open?.state).toBe("verified");
     expect(open?.pendingOutcome?.status).toBe(200);
@@ -152,7 +152,7 @@ describe("a payment whose owner died mid-way", () => {
     dead = await startTestService(env, { operations: [flaky] });
     // A second instance on the same database, whose clock can move past the dead one's lease.
     survivor = await startTestService(
-      { ...env, DATABASE_URL: `sqlite:${dead.config.sqlitePath}` },
+      { ...env, DATABASE_URL: `sqlite:${(dead.config.database as { path: string }).path}` },
       { operations: [flaky], clock: () => Date.now() + clockOffset },
     );
   });
@@ -194,7 +194,7 @@ describe("a payment whose owner died mid-way", () => {
     expect(resumed.status).toBe(402);
     expect((await resumed.json()).reason).toBe("authorization_expired");
     expect(calls).toBe(1);
-    const store = new SqliteStore(survivor.config.sqlitePath);
+    const store = await openStore(survivor.config.database);
     expect((await store.getPayment(paymentKeyOf(payment)))?.state).toBe("released");
     await store.close();
     expect(await balanceOf(payer.address)).toBe(before);
@@ -277,7 +277,7 @@ describe("a payer who spends the authorization's nonce elsewhere during the work
       expect(problem.rows).toBeUndefined();
       expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
       expect(await balanceOf(service.payTo)).toBe(payToBefore);
-      const store = new SqliteStore(service.config.sqlitePath);
+      const store = await openStore(service.config.database);
       expect((await store.getPayment(paymentKeyOf(payment)))?.state).toBe("failed");
       await store.close();
       // The token's record agrees: the nonce is used, but not by a transfer to payTo.

@@ -8,7 +8,7 @@ import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { Problem } from "../src/problem.ts";
-import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { openStore } from "../src/store/open-store.ts";
 import { startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
 
 const CSV_PRICE = 2_000_000n;
@@ -74,7 +74,7 @@ describe("paid calls on the local chain (local mode)", () => {
     expect(await balanceOf(payer.address)).toBe(payerBefore - CSV_PRICE);
     expect(await balanceOf(service.payTo)).toBe(payToBefore + CSV_PRICE);
 
-    const store = new SqliteStore(service.config.sqlitePath);
+    const store = await openStore(service.config.database);
     const rows = (await store.paymentCounts()).filter((row) => row.operationId === "csv-cleanup");
     expect(rows).toEqual([{ operationId: "csv-cleanup", state: "settled", count: 1 }]);
     await store.close();
@@ -106,7 +106,7 @@ describe("paid calls on the local chain (local mode)", () => {
     expect((await crashed.json()).detail).toContain("nothing was charged");
     expect(await balanceOf(payer.address)).toBe(before);
 
-    const store = new SqliteStore(service.config.sqlitePath);
+    const store = await openStore(service.config.database);
     const released = (await store.paymentCounts()).filter((row) => row.state === "released");
     expect(released.map((row) => row.operationId).sort()).toEqual(["test-crashes", "test-upstream-down"]);
     await store.close();
@@ -257,7 +257,7 @@ describe("settlement that fails after the work ran", () => {
       expect(response.headers.get("PAYMENT-REQUIRED")).toBeTruthy();
       expect(await balanceOf(service.payTo)).toBe(payToBefore);
 
-      const store = new SqliteStore(service.config.sqlitePath);
+      const store = await openStore(service.config.database);
       expect(await store.paymentCounts()).toEqual([
         { operationId: "test-drains-payer", state: "failed", count: 1 },
       ]);

@@ -5,7 +5,7 @@ import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { openapiAudit } from "../../src/operations/openapi-audit/index.ts";
 import { closeSharedAuditPool } from "../../src/operations/openapi-audit/pool.ts";
-import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import { openStore } from "../../src/store/open-store.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 
 const AUDIT_PRICE = 50_000n; // USD 0.05 in USDC atomic units
@@ -96,7 +96,7 @@ describe("openapi-audit through the local chain", () => {
     expect(await balanceOf(payer.address)).toBe(payerBefore - AUDIT_PRICE);
     expect(await balanceOf(service.payTo)).toBe(payToBefore + AUDIT_PRICE);
 
-    const store = new SqliteStore(service.config.sqlitePath);
+    const store = await openStore(service.config.database);
     const rows = (await store.paymentCounts()).filter((row) => row.operationId === "openapi-audit");
     expect(rows).toEqual([{ operationId: "openapi-audit", state: "settled", count: 1 }]);
     await store.close();

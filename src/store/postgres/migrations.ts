@@ -1,0 +1,35 @@
+import type { Migration } from "../sqlite/migrations.ts";
+
+/** Append only, like the SQLite list: a released migration is never edited. */
+export const POSTGRES_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: "payments ledger",
+    sql: `
+      CREATE TABLE payments (
+        payment_key     TEXT PRIMARY KEY,
+        payload_hash    TEXT NOT NULL,
+        request_hash    TEXT NOT NULL,
+        operation_id    TEXT NOT NULL,
+        network         TEXT NOT NULL,
+        asset           TEXT NOT NULL,
+        amount          NUMERIC(78, 0) NOT NULL,
+        payer           TEXT NOT NULL,
+        pay_to          TEXT NOT NULL,
+        nonce           TEXT NOT NULL,
+        valid_before    BIGINT NOT NULL,
+        lease_until     BIGINT NOT NULL,
+        state           TEXT NOT NULL CHECK (state IN ('verified', 'settled', 'released', 'failed')),
+        tx_hash         TEXT,
+        request_id      TEXT NOT NULL,
+        error           TEXT,
+        outcome         JSONB,
+        pending_outcome JSONB,
+        created_at      TIMESTAMPTZ NOT NULL,
+        updated_at      TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX payments_created_at ON payments (created_at);
+      CREATE INDEX payments_operation_state ON payments (operation_id, state);
+    `,
+  },
+];

@@ -1,0 +1,268 @@
+import pg from "pg";
+import type {
+  JobRecord,
+  NewPayment,
+  PaymentCompletion,
+  PaymentCounts,
+  PaymentRecord,
+  PaymentState,
+  ReserveResult,
+  RevenueRow,
+  Store,
+  StoredOutcome,
+} from "../store.ts";
+import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+
+export interface PostgresStoreOptions {
+  connectionString: string;
+  /** Connections this instance may hold; the sum over all instances must stay under the server's max_connections. */
+  poolSize: number;
+  /** A schema of its own (created when missing); tests use one per run. Default: the connection's search_path. */
+  schema?: string;
+}
+
+interface PaymentRow {
+  payment_key: string;
+  payload_hash: string;
+  request_hash: string;
+  operation_id: string;
+  network: string;
+  asset: string;
+  amount: string;
+  payer: string;
+  pay_to: string;
+  nonce: string;
+  valid_before: string;
+  lease_until: string;
+  state: PaymentState;
+  tx_hash: string | null;
+  request_id: string;
+  error: string | null;
+  outcome: StoredOutcome | null;
+  pending_outcome: StoredOutcome | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toRecord = (row: PaymentRow): PaymentRecord => ({
+  paymentKey: row.payment_key,
+  payloadHash: row.payload_hash,
+  requestHash: row.request_hash,
+  operationId: row.operation_id,
+  network: row.network,
+  asset: row.asset,
+  amount: row.amount,
+  payer: row.payer,
+  payTo: row.pay_to,
+  nonce: row.nonce,
+  validBefore: Number(row.valid_before),
+  leaseUntil: Number(row.lease_until),
+  state: row.state,
+  txHash: row.tx_hash,
+  requestId: row.request_id,
+  error: row.error,
+  outcome: row.outcome,
+  pendingOutcome: row.pending_outcome,
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString(),
+});
+
+/** Every instance runs migrations at start; this lock makes them take turns. */
+const MIGRATION_LOCK = "utility402:migrations";
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * PostgreSQL: the shared store of several API instances and workers. Every state change is one
+ * conditional statement, so concurrent instances agree on who owns a payment without locks held
+ * across calls.
+ */
+export class PostgresStore implements Store {
+  readonly kind = "postgres";
+  readonly pool: pg.Pool;
+
+  private constructor(pool: pg.Pool) {
+    this.pool = pool;
+  }
+
+  /** Connects, creates the schema when asked, and migrates under an advisory lock. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    if (options.schema !== undefined && !SCHEMA_NAME.test(options.schema)) {
+      throw new Error(`invalid schema name "${options.schema}"`);
+    }
+    const pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.poolSize,
+      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    });
+    // An idle client that loses its connection emits here; without a listener the process would crash.
+    pool.on("error", () => {});
+    const store = new PostgresStore(pool);
+    try {
+      await store.migrate(options.schema);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return store;
+  }
+
+  private async migrate(schema: string | undefined): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("SELECT pg_advisory_lock(hashtext($1))", [MIGRATION_LOCK]);
+      try {
+        if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS schema_migrations (
+             version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+        );
+        const { rows } = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
+        const applied = new Set(rows.map((row) => row.version));
+        for (const migration of POSTGRES_MIGRATIONS) {
+          if (applied.has(migration.version)) continue;
+          await client.query("BEGIN");
+          try {
+            await client.query(migration.sql);
+            await client.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+              migration.version,
+              migration.name,
+            ]);
+            await client.query("COMMIT");
+          } catch (error) {
+            await client.query("ROLLBACK");
+            throw error;
+          }
+        }
+      } finally {
+        await client.query("SELECT pg_advisory_unlock(hashtext($1))", [MIGRATION_LOCK]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query("SELECT 1");
+  }
+
+  async reservePayment(payment: NewPayment): Promise<ReserveResult> {
+    const inserted = await this.pool.query(
+      `INSERT INTO payments (payment_key, payload_hash, request_hash, operation_id, network, asset, amount, payer,
+         pay_to, nonce, valid_before, lease_until, state, request_id, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'verified', $13, $14, $14)
+       ON CONFLICT (payment_key) DO NOTHING`,
+      [
+        payment.paymentKey,
+        payment.payloadHash,
+        payment.requestHash,
+        payment.operationId,
+        payment.network,
+        payment.asset,
+        payment.amount,
+        payment.payer,
+        payment.payTo,
+        payment.nonce,
+        payment.validBefore,
+        payment.leaseUntil,
+        payment.requestId,
+        new Date(),
+      ],
+    );
+    if (inserted.rowCount === 1) return { reserved: true };
+    const existing = await this.getPayment(payment.paymentKey);
+    if (!existing) throw new Error(`payment ${payment.paymentKey} vanished after a conflicting insert`);
+    return { reserved: false, existing };
+  }
+
+  async getPayment(paymentKey: string): Promise<PaymentRecord | undefined> {
+    const { rows } = await this.pool.query<PaymentRow>(
+      "SELECT *, amount::text AS amount FROM payments WHERE payment_key = $1",
+      [paymentKey],
+    );
+    return rows[0] ? toRecord(rows[0]) : undefined;
+  }
+
+  async recordPendingOutcome(paymentKey: string, outcome: StoredOutcome): Promise<void> {
+    await this.pool.query(
+      "UPDATE payments SET pending_outcome = $1, updated_at = $2 WHERE payment_key = $3 AND state = 'verified'",
+      [JSON.stringify(outcome), new Date(), paymentKey],
+    );
+  }
+
+  async takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE payments SET lease_until = $1, updated_at = $2
+       WHERE payment_key = $3 AND state = 'verified' AND lease_until <= $4`,
+      [leaseUntil, new Date(), paymentKey, now],
+    );
+    return result.rowCount === 1;
+  }
+
+  async renewLease(paymentKey: string, leaseUntil: number): Promise<void> {
+    await this.pool.query(
+      "UPDATE payments SET lease_until = $1 WHERE payment_key = $2 AND state = 'verified'",
+      [leaseUntil, paymentKey],
+    );
+  }
+
+  async releaseLease(paymentKey: string): Promise<void> {
+    await this.pool.query(
+      "UPDATE payments SET lease_until = 0 WHERE payment_key = $1 AND state = 'verified'",
+      [paymentKey],
+    );
+  }
+
+  async completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE payments SET state = $2, tx_hash = $3, error = $4, outcome = $5, pending_outcome = NULL, updated_at = $6
+       WHERE payment_key = $1
+         AND (state = 'verified' OR ($2 = 'settled' AND state IN ('released', 'failed')))`,
+      [
+        paymentKey,
+        completion.state,
+        completion.txHash ?? null,
+        completion.error ?? null,
+        JSON.stringify(completion.outcome),
+        new Date(),
+      ],
+    );
+    return result.rowCount === 1;
+  }
+
+  async revenueByOperationAndDay(): Promise<RevenueRow[]> {
+    const { rows } = await this.pool.query<{
+      day: string;
+      operation_id: string;
+      payments: string;
+      atomic_amount: string;
+    }>(
+      `SELECT to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, operation_id,
+              count(*) AS payments, sum(amount)::text AS atomic_amount
+       FROM payments WHERE state = 'settled'
+       GROUP BY day, operation_id ORDER BY day, operation_id`,
+    );
+    return rows.map((row) => ({
+      day: row.day,
+      operationId: row.operation_id,
+      payments: Number(row.payments),
+      atomicAmount: row.atomic_amount,
+    }));
+  }
+
+  async paymentCounts(): Promise<PaymentCounts[]> {
+    const { rows } = await this.pool.query<{ operation_id: string; state: PaymentState; count: string }>(
+      "SELECT operation_id, state, count(*) AS count FROM payments GROUP BY operation_id, state",
+    );
+    return rows.map((row) => ({ operationId: row.operation_id, state: row.state, count: Number(row.count) }));
+  }
+
+  async getJob(_id: string): Promise<JobRecord | undefined> {
+    // Jobs move to the JobQueue of the research-brief work; until it lands there are none here.
+    return undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,177 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { NewPayment, Store, StoredOutcome } from "./store.ts";
+
+/**
+ * The behaviour every Store must have, run against each implementation (SQLite, PostgreSQL).
+ * `open` gives a fresh, empty store; `dispose` removes what it left behind.
+ */
+export function describeStoreContract(
+  name: string,
+  open: () => Promise<{ store: Store; dispose?: () => Promise<void> }>,
+): void {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    let dispose: (() => Promise<void>) | undefined;
+    let counter = 0;
+
+    beforeEach(async () => {
+      ({ store, dispose } = await open());
+    });
+    afterEach(async () => {
+      await store.close();
+      await dispose?.();
+    });
+
+    const payment = (overrides: Partial<NewPayment> = {}): NewPayment => {
+      counter++;
+      const nonce = `0x${counter.toString(16).padStart(64, "0")}`;
+      return {
+        paymentKey: `eip155:8453:0xasset:0xpayer:${nonce}`,
+        payloadHash: "a".repeat(64),
+        requestHash: "b".repeat(64),
+        operationId: "csv-cleanup",
+        network: "eip155:8453",
+        asset: "0xasset",
+        amount: "2000000",
+        payer: "0xpayer",
+        payTo: "0xpayto",
+        nonce,
+        validBefore: 1_900_000_000,
+        requestId: `req-${counter}`,
+        leaseUntil: 1_000,
+        ...overrides,
+      };
+    };
+    const outcome = (body: string): StoredOutcome => ({
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body,
+    });
+
+    it("answers a ping", async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+
+    it("reserves a payment once and keeps every field as given", async () => {
+      const first = payment({ amount: "123456789012345678901234567890" });
+      expect(await store.reservePayment(first)).toEqual({ reserved: true });
+      const again = await store.reservePayment({
+        ...first,
+        requestId: "another",
+        payloadHash: "c".repeat(64),
+      });
+      expect(again.reserved).toBe(false);
+      const record = await store.getPayment(first.paymentKey);
+      expect(record).toMatchObject({ ...first, state: "verified", txHash: null, error: null, outcome: null });
+      expect(record?.pendingOutcome).toBeNull();
+      expect(new Date(record?.createdAt as string).toISOString()).toBe(record?.createdAt);
+      if (!again.reserved) expect(again.existing).toEqual(record);
+      expect(await store.getPayment("no such key")).toBeUndefined();
+    });
+
+    it("lets exactly one of many concurrent reservations of the same payment win", async () => {
+      const contested = payment();
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => store.reservePayment({ ...contested, requestId: `r${i}` })),
+      );
+      expect(results.filter((result) => result.reserved)).toHaveLength(1);
+    });
+
+    it("keeps a pending outcome only while the payment is unfinished", async () => {
+      const p = payment();
+      await store.reservePayment(p);
+      await store.recordPendingOutcome(p.paymentKey, outcome('{"ok":1}'));
+      expect((await store.getPayment(p.paymentKey))?.pendingOutcome).toEqual(outcome('{"ok":1}'));
+      await store.completePayment(p.paymentKey, {
+        state: "settled",
+        txHash: "0xtx",
+        outcome: outcome("done"),
+      });
+      await store.recordPendingOutcome(p.paymentKey, outcome("late"));
+      const record = await store.getPayment(p.paymentKey);
+      expect(record?.pendingOutcome).toBeNull();
+      expect(record?.outcome).toEqual(outcome("done"));
+    });
+
+    it("hands over an unfinished payment only after its lease ran out, to one taker", async () => {
+      const p = payment({ leaseUntil: 5_000 });
+      await store.reservePayment(p);
+      expect(await store.takeOverPayment(p.paymentKey, 4_999, 10_000)).toBe(false);
+      const takers = await Promise.all(
+        Array.from({ length: 10 }, () => store.takeOverPayment(p.paymentKey, 5_000, 20_000)),
+      );
+      expect(takers.filter(Boolean)).toHaveLength(1);
+      expect((await store.getPayment(p.paymentKey))?.leaseUntil).toBe(20_000);
+      await store.renewLease(p.paymentKey, 30_000);
+      expect((await store.getPayment(p.paymentKey))?.leaseUntil).toBe(30_000);
+      await store.releaseLease(p.paymentKey);
+      expect(await store.takeOverPayment(p.paymentKey, 1, 40_000)).toBe(true);
+      await store.completePayment(p.paymentKey, { state: "released", outcome: outcome("x") });
+      expect(await store.takeOverPayment(p.paymentKey, Number.MAX_SAFE_INTEGER, 1)).toBe(false);
+    });
+
+    it("finishes a payment once; only a settlement may replace a release or a failure", async () => {
+      const p = payment();
+      await store.reservePayment(p);
+      expect(
+        await store.completePayment(p.paymentKey, { state: "released", error: "no", outcome: outcome("r") }),
+      ).toBe(true);
+      expect(await store.completePayment(p.paymentKey, { state: "failed", outcome: outcome("f") })).toBe(
+        false,
+      );
+      expect(
+        await store.completePayment(p.paymentKey, {
+          state: "settled",
+          txHash: "0xabc",
+          outcome: outcome("s"),
+        }),
+      ).toBe(true);
+      expect(await store.completePayment(p.paymentKey, { state: "released", outcome: outcome("r2") })).toBe(
+        false,
+      );
+      expect(
+        await store.completePayment(p.paymentKey, {
+          state: "settled",
+          txHash: "0xdef",
+          outcome: outcome("s2"),
+        }),
+      ).toBe(false);
+      expect(await store.getPayment(p.paymentKey)).toMatchObject({
+        state: "settled",
+        txHash: "0xabc",
+        error: null,
+        outcome: outcome("s"),
+      });
+    });
+
+    it("sums settled revenue by operation and day, and counts payments by state", async () => {
+      const settle = async (operationId: string, amount: string) => {
+        const p = payment({ operationId, amount });
+        await store.reservePayment(p);
+        await store.completePayment(p.paymentKey, { state: "settled", txHash: "0x1", outcome: outcome("") });
+      };
+      await settle("csv-cleanup", "2000000");
+      await settle("csv-cleanup", "2000000");
+      await settle("json-diff", "10000");
+      const released = payment({ operationId: "json-diff" });
+      await store.reservePayment(released);
+      await store.completePayment(released.paymentKey, { state: "released", outcome: outcome("") });
+      await store.reservePayment(payment({ operationId: "json-diff" }));
+
+      const day = new Date().toISOString().slice(0, 10);
+      expect(await store.revenueByOperationAndDay()).toEqual([
+        { day, operationId: "csv-cleanup", payments: 2, atomicAmount: "4000000" },
+        { day, operationId: "json-diff", payments: 1, atomicAmount: "10000" },
+      ]);
+      const counts = await store.paymentCounts();
+      expect(
+        counts.sort((a, b) => `${a.operationId}${a.state}`.localeCompare(`${b.operationId}${b.state}`)),
+      ).toEqual([
+        { operationId: "csv-cleanup", state: "settled", count: 2 },
+        { operationId: "json-diff", state: "released", count: 1 },
+        { operationId: "json-diff", state: "settled", count: 1 },
+        { operationId: "json-diff", state: "verified", count: 1 },
+      ]);
+    });
+  });
+}

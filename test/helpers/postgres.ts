@@ -1,0 +1,27 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+
+/**
+ * The PostgreSQL the tests may use (TEST_DATABASE_URL). CI always sets it (.ci/run starts the
+ * machine's PostgreSQL), so there a missing URL is an error rather than a silent skip.
+ */
+export function testDatabaseUrl(): string | undefined {
+  const url = process.env.TEST_DATABASE_URL || undefined;
+  if (!url && process.env.CI) {
+    throw new Error("TEST_DATABASE_URL must be set in CI: the PostgreSQL tests may not be skipped there");
+  }
+  return url;
+}
+
+/** A schema name of its own per test file and run, so parallel test files never share tables. */
+export const freshSchemaName = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`;
+
+export async function dropSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
