@@ -5,6 +5,7 @@ import { x402ResourceServer } from "@x402/core/server";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
 import type { Logger } from "pino";
+import { privateKeyToAccount } from "viem/accounts";
 import { buildApp, type Readiness } from "./app.ts";
 import { buildAgentSkills } from "./catalog/agent-skills.ts";
 import { buildCatalogDocument } from "./catalog/catalog-document.ts";
@@ -19,6 +20,7 @@ import type { Config } from "./config.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator.ts";
 import { PaymentGate } from "./payments/paid-call.ts";
+import { holdSettlerAccount, type SettlerHold } from "./payments/settler-claim.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
 import { openStore } from "./store/open-store.ts";
 
@@ -78,7 +80,12 @@ export async function startService(
       ...[...started.values()].map((operation) => operation.close?.()),
       ...operations.map((operation) => operation.close?.()),
     ]);
+  let settlerHold: SettlerHold | undefined;
   try {
+    if (payment.mode === "self") {
+      const settler = privateKeyToAccount(payment.settlerPrivateKey as `0x${string}`).address;
+      settlerHold = await holdSettlerAccount(store, payment.network, settler, log);
+    }
     const now = options.clock ? () => new Date((options.clock as () => number)()) : () => new Date();
     for (const operation of operations) {
       if (operation.start) {
@@ -157,6 +164,10 @@ export async function startService(
           checks[id] = `unavailable: ${(error as Error).message}`;
         }
       }
+      if (settlerHold && !settlerHold.held()) {
+        ready = false;
+        checks.settler = "claim lost: another instance may hold this settlement key";
+      }
       if (shuttingDown) checks.server = "shutting down";
       return { ready, checks };
     };
@@ -206,6 +217,7 @@ export async function startService(
         );
         clearTimeout(deadline);
         await closeOperations();
+        await settlerHold?.release();
         await localChain?.stop();
         await store.close();
         log.info("stopped");
@@ -216,6 +228,7 @@ export async function startService(
     return { url, config, localChain, payTo: settings.payTo, stop };
   } catch (error) {
     await closeOperations();
+    await settlerHold?.release();
     await localChain?.stop();
     await store.close();
     throw error;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
-import { BASE_NETWORK } from "../src/config.ts";
+import { BASE_NETWORK, ConfigError } from "../src/config.ts";
 import { inProcessFacilitator } from "../src/payments/facilitator.ts";
 import { buildFacilitatorApp } from "../src/payments/facilitator-server.ts";
 import { createSettlerSigner } from "../src/payments/settler-signer.ts";
@@ -121,5 +121,22 @@ describe("self mode: the operator's key over the operator's RPC", () => {
     expect(await balanceOf(payer.address)).toBe(before - 4n * 2_000_000n);
     const ready = await (await fetch(`${service.url}/readyz`)).json();
     expect(ready.checks.chain).toMatch(/^ok/);
+  });
+
+  it("refuses a second instance that would send from the same settlement key on the same database", async () => {
+    const env = {
+      X402_SETTLER_PRIVATE_KEY: devPrivateKey(9),
+      RPC_URL: chain.rpcUrl,
+      X402_PAY_TO: devAccounts().payTo.address,
+      DATABASE_URL: `sqlite:${(service.config.database as { path: string }).path}`,
+    };
+    const refused = startTestService(env);
+    await expect(refused).rejects.toBeInstanceOf(ConfigError);
+    await expect(refused).rejects.toThrow(
+      /settlement account 0x[0-9a-fA-F]{40} is in use by another instance/,
+    );
+    // A key of its own is fine on the same database.
+    const second = await startTestService({ ...env, X402_SETTLER_PRIVATE_KEY: devPrivateKey(8) });
+    await second.stop();
   });
 });

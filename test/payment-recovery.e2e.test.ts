@@ -150,9 +150,14 @@ describe("a payment whose owner died mid-way", () => {
       SHUTDOWN_TIMEOUT_MS: "200",
     };
     dead = await startTestService(env, { operations: [flaky] });
-    // A second instance on the same database, whose clock can move past the dead one's lease.
+    // A second instance on the same database (with a settlement key of its own), whose clock can
+    // move past the dead one's lease.
     survivor = await startTestService(
-      { ...env, DATABASE_URL: `sqlite:${(dead.config.database as { path: string }).path}` },
+      {
+        ...env,
+        X402_SETTLER_PRIVATE_KEY: devPrivateKey(9),
+        DATABASE_URL: `sqlite:${(dead.config.database as { path: string }).path}`,
+      },
       { operations: [flaky], clock: () => Date.now() + clockOffset },
     );
   });

@@ -173,5 +173,23 @@ export function describeStoreContract(
         { operationId: "json-diff", state: "verified", count: 1 },
       ]);
     });
+
+    it("gives a settlement account to one instance at a time until its claim lapses or is released", async () => {
+      const account = "eip155:8453:0xsettler";
+      const claim = (instanceId: string, now: number) =>
+        store.claimSettler({ account, instanceId, now, leaseUntil: now + 30_000 });
+      const contenders = await Promise.all(["a", "b", "c"].map((id) => claim(id, 1_000)));
+      expect(contenders.filter((result) => result.claimed)).toHaveLength(1);
+      const winner = ["a", "b", "c"][contenders.findIndex((result) => result.claimed)] as string;
+      const loser = winner === "a" ? "b" : "a";
+      expect(await claim(loser, 2_000)).toEqual({ claimed: false, holder: winner, leaseUntil: 31_000 });
+      expect(await claim(winner, 10_000)).toEqual({ claimed: true });
+      expect(await claim(loser, 39_999)).toMatchObject({ claimed: false, holder: winner });
+      expect(await claim(loser, 40_000)).toEqual({ claimed: true });
+      await store.releaseSettler(account, winner);
+      expect(await claim(winner, 40_001)).toMatchObject({ claimed: false, holder: loser });
+      await store.releaseSettler(account, loser);
+      expect(await claim(winner, 40_002)).toEqual({ claimed: true });
+    });
   });
 }

@@ -76,6 +76,18 @@ export interface JobRecord {
   updatedAt: string;
 }
 
+/** One instance's hold on a settlement account, so two instances never send from the same key. */
+export interface SettlerClaim {
+  /** network:address of the settlement account, lower-cased. */
+  account: string;
+  instanceId: string;
+  /** Epoch ms; the holder renews before this, and a claim past it may be taken by another instance. */
+  leaseUntil: number;
+  now: number;
+}
+
+export type SettlerClaimResult = { claimed: true } | { claimed: false; holder: string; leaseUntil: number };
+
 export type ReserveResult = { reserved: true } | { reserved: false; existing: PaymentRecord };
 
 export interface Store {
@@ -100,6 +112,10 @@ export interface Store {
   completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean>;
   revenueByOperationAndDay(): Promise<RevenueRow[]>;
   paymentCounts(): Promise<PaymentCounts[]>;
+  /** Takes (or renews) the account for this instance unless another instance holds an unexpired claim. */
+  claimSettler(claim: SettlerClaim): Promise<SettlerClaimResult>;
+  /** Gives the account up at shutdown, so a replacement instance may take it at once. */
+  releaseSettler(account: string, instanceId: string): Promise<void>;
   getJob(id: string): Promise<JobRecord | undefined>;
   close(): Promise<void>;
 }

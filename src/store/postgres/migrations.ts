@@ -32,4 +32,15 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX payments_operation_state ON payments (operation_id, state);
     `,
   },
+  {
+    version: 2,
+    name: "settler claims",
+    sql: `
+      CREATE TABLE settler_claims (
+        account     TEXT PRIMARY KEY,
+        instance_id TEXT NOT NULL,
+        lease_until BIGINT NOT NULL
+      );
+    `,
+  },
 ];

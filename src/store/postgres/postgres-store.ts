@@ -8,6 +8,8 @@ import type {
   PaymentState,
   ReserveResult,
   RevenueRow,
+  SettlerClaim,
+  SettlerClaimResult,
   Store,
   StoredOutcome,
 } from "../store.ts";
@@ -255,6 +257,30 @@ export class PostgresStore implements Store {
       "SELECT operation_id, state, count(*) AS count FROM payments GROUP BY operation_id, state",
     );
     return rows.map((row) => ({ operationId: row.operation_id, state: row.state, count: Number(row.count) }));
+  }
+
+  async claimSettler(claim: SettlerClaim): Promise<SettlerClaimResult> {
+    const taken = await this.pool.query(
+      `INSERT INTO settler_claims (account, instance_id, lease_until) VALUES ($1, $2, $3)
+         ON CONFLICT (account) DO UPDATE SET instance_id = excluded.instance_id, lease_until = excluded.lease_until
+         WHERE settler_claims.instance_id = excluded.instance_id OR settler_claims.lease_until <= $4`,
+      [claim.account, claim.instanceId, claim.leaseUntil, claim.now],
+    );
+    if (taken.rowCount === 1) return { claimed: true };
+    const { rows } = await this.pool.query<{ instance_id: string; lease_until: string }>(
+      "SELECT instance_id, lease_until FROM settler_claims WHERE account = $1",
+      [claim.account],
+    );
+    const holder = rows[0];
+    if (!holder) return this.claimSettler(claim);
+    return { claimed: false, holder: holder.instance_id, leaseUntil: Number(holder.lease_until) };
+  }
+
+  async releaseSettler(account: string, instanceId: string): Promise<void> {
+    await this.pool.query("DELETE FROM settler_claims WHERE account = $1 AND instance_id = $2", [
+      account,
+      instanceId,
+    ]);
   }
 
   async getJob(_id: string): Promise<JobRecord | undefined> {

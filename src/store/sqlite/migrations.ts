@@ -53,4 +53,15 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: "settler claims",
+    sql: `
+      CREATE TABLE settler_claims (
+        account     TEXT PRIMARY KEY,
+        instance_id TEXT NOT NULL,
+        lease_until INTEGER NOT NULL
+      );
+    `,
+  },
 ];

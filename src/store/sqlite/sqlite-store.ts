@@ -10,6 +10,8 @@ import type {
   PaymentState,
   ReserveResult,
   RevenueRow,
+  SettlerClaim,
+  SettlerClaimResult,
   Store,
   StoredOutcome,
 } from "../store.ts";
@@ -113,6 +115,15 @@ export class SqliteStore implements Store {
         "SELECT operation_id, state, count(*) AS count FROM payments GROUP BY operation_id, state",
       ),
       getJob: this.db.prepare("SELECT * FROM jobs WHERE id = ?"),
+      claimSettler: this.db.prepare(
+        `INSERT INTO settler_claims (account, instance_id, lease_until) VALUES (@account, @instanceId, @leaseUntil)
+         ON CONFLICT (account) DO UPDATE SET instance_id = excluded.instance_id, lease_until = excluded.lease_until
+         WHERE settler_claims.instance_id = excluded.instance_id OR settler_claims.lease_until <= @now`,
+      ),
+      getSettlerClaim: this.db.prepare(
+        "SELECT instance_id, lease_until FROM settler_claims WHERE account = ?",
+      ),
+      releaseSettler: this.db.prepare("DELETE FROM settler_claims WHERE account = ? AND instance_id = ?"),
     };
   }
 
@@ -200,6 +211,20 @@ export class SqliteStore implements Store {
     return (
       this.statements.counts.all() as { operation_id: string; state: PaymentState; count: number }[]
     ).map((row) => ({ operationId: row.operation_id, state: row.state, count: row.count }));
+  }
+
+  async claimSettler(claim: SettlerClaim): Promise<SettlerClaimResult> {
+    if (this.statements.claimSettler.run(claim).changes === 1) return { claimed: true };
+    const holder = this.statements.getSettlerClaim.get(claim.account) as
+      | { instance_id: string; lease_until: number }
+      | undefined;
+    // The holder let go between the two statements: try once more.
+    if (!holder) return this.claimSettler(claim);
+    return { claimed: false, holder: holder.instance_id, leaseUntil: holder.lease_until };
+  }
+
+  async releaseSettler(account: string, instanceId: string): Promise<void> {
+    this.statements.releaseSettler.run(account, instanceId);
   }
 
   async getJob(id: string): Promise<JobRecord | undefined> {
