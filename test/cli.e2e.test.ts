@@ -6,25 +6,10 @@ import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { createPayer } from "../src/client/paying-fetch.ts";
+import { BIN, baseEnv, waitFor } from "./helpers/processes.ts";
 import { freePort } from "./helpers/service.ts";
 
 const run = promisify(execFile);
-const BIN = path.resolve("bin/utility402.js");
-/** A clean environment: the test runner's own variables (vite sets BASE_URL, for one) must not leak in. */
-const baseEnv = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? os.tmpdir() };
-
-async function waitFor(url: string, child: ChildProcess, output: () => string, ms = 30_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`service exited early (${child.exitCode}):\n${output()}`);
-    try {
-      const response = await fetch(url);
-      if (response.ok) return response;
-    } catch {}
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`no answer from ${url}:\n${output()}`);
-}
 
 const rpcAnswers = async (url: string) =>
   fetch(url, {

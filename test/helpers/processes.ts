@@ -1,0 +1,56 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import os from "node:os";
+import path from "node:path";
+
+export const BIN = path.resolve("bin/utility402.js");
+
+/** A clean environment: the test runner's own variables (vite sets BASE_URL, for one) must not leak in. */
+export const baseEnv = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? os.tmpdir() };
+
+export interface Spawned {
+  child: ChildProcess;
+  /** Everything the process wrote so far (stdout and stderr). */
+  output(): string;
+  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`; resolves when it has exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts `utility402 <args>` as its own process with exactly `env` (plus PATH and HOME). */
+export function spawnUtility402(args: string[], env: Record<string, string>): Spawned {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...baseEnv, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => (output += chunk));
+  child.stderr?.on("data", (chunk) => (output += chunk));
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once("exit", () => resolve());
+  });
+  return {
+    child,
+    output: () => output,
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Polls `url` until it answers 2xx; fails early with the process output if the process exits. */
+export async function waitFor(url: string, child: ChildProcess, output: () => string, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`service exited early (${child.exitCode}):\n${output()}`);
+    try {
+      const response = await fetch(url);
+      if (response.ok) return response;
+    } catch {}
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no answer from ${url}:\n${output()}`);
+}

@@ -1,0 +1,134 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import pino from "pino";
+import { createPublicClient, http, parseAbiItem } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
+import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
+import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
+import { BASE_USDC_ADDRESS } from "../src/config.ts";
+import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
+import { dropSchema, freshSchemaName, testDatabaseUrl } from "./helpers/postgres.ts";
+import { type Spawned, spawnUtility402, waitFor } from "./helpers/processes.ts";
+import { freePort, jsonPost, usdcBalances } from "./helpers/service.ts";
+
+const CSV_CLEANUP_PRICE = 2_000_000n;
+const databaseUrl = testDatabaseUrl();
+
+/** Several `utility402 serve` processes on one PostgreSQL database and one chain, as an operator runs them. */
+describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL database", () => {
+  const url = databaseUrl as string;
+  const schema = freshSchemaName("scale_out");
+  const payTo = devAccounts().payTo.address;
+  const processes: Spawned[] = [];
+  const dirs: string[] = [];
+  let chain: LocalChain;
+  let instances: string[] = [];
+
+  const schemaUrl = () => {
+    const withOptions = new URL(url);
+    withOptions.searchParams.set("options", `-c search_path=${schema}`);
+    return withOptions.toString();
+  };
+
+  beforeAll(async () => {
+    chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.end();
+    // One settlement key per instance (#0 and #9): nonces stay per key.
+    instances = await Promise.all(
+      [devPrivateKey(0), devPrivateKey(9)].map(async (settlerKey) => {
+        const port = await freePort();
+        const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-scale-"));
+        dirs.push(dataDir);
+        const instance = spawnUtility402(["serve"], {
+          PORT: String(port),
+          DATA_DIR: dataDir,
+          PAYMENT_MODE: "self",
+          X402_SETTLER_PRIVATE_KEY: settlerKey,
+          RPC_URL: chain.rpcUrl,
+          X402_PAY_TO: payTo,
+          DATABASE_URL: schemaUrl(),
+          DATABASE_POOL_SIZE: "5",
+          LOG_LEVEL: "warn",
+        });
+        processes.push(instance);
+        const base = `http://127.0.0.1:${port}`;
+        await waitFor(`${base}/readyz`, instance.child, instance.output, 60_000);
+        return base;
+      }),
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(processes.map((instance) => instance.stop()));
+    await chain?.stop();
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+    await dropSchema(url, schema);
+  });
+
+  it("both instances report the shared PostgreSQL store as ready", async () => {
+    for (const base of instances) {
+      const ready = await (await fetch(`${base}/readyz`)).json();
+      expect(ready.checks.store).toBe("ok (postgres)");
+    }
+  });
+
+  it("runs a payment sent to both instances at once exactly once and charges it once", async () => {
+    const [first, second] = instances as [string, string];
+    const payer = createPayer(devPrivateKey(2));
+    const balanceOf = usdcBalances(chain.rpcUrl);
+    const before = await balanceOf(payer.address);
+    const request = { rows: [{ id: "1", name: " Ada " }] };
+    const payment = await payer.signPayment(await fetch(`${first}/v1/csv-cleanup`, jsonPost(request)));
+
+    const responses = await Promise.all(
+      [first, second].map((base) => fetch(`${base}/v1/csv-cleanup`, jsonPost(request, payment))),
+    );
+    expect(responses.map((response) => response.status)).toEqual([200, 200]);
+    const bodies = await Promise.all(responses.map((response) => response.text()));
+    expect(bodies[0]).toBe(bodies[1]);
+    // One instance ran the operation; the other answered with the kept outcome.
+    expect(responses.filter((response) => response.headers.get("x-payment-replayed")).length).toBe(1);
+    const receipts = responses.map((response) => paymentReceipt(response)?.transaction);
+    expect(receipts[0]).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(receipts[1]).toBe(receipts[0]);
+    expect(await balanceOf(payer.address)).toBe(before - CSV_CLEANUP_PRICE);
+  });
+
+  it("keeps one ledger across instances: settled rows and totals equal the on-chain transfers", async () => {
+    const payers = [3, 4, 5, 6].map((n) => createPayer(devPrivateKey(n)));
+    const calls = payers.flatMap((payer, p) =>
+      [0, 1, 2].map((i) => ({ payer, base: instances[(p + i) % 2] as string, rows: [{ p, i }] })),
+    );
+    const responses = await Promise.all(
+      calls.map(({ payer, base, rows }) => payer.fetch(`${base}/v1/csv-cleanup`, jsonPost({ rows }))),
+    );
+    expect(responses.map((response) => response.status)).toEqual(calls.map(() => 200));
+
+    const store = await PostgresStore.open({ connectionString: url, poolSize: 1, schema });
+    try {
+      const ledger = await store.revenueByOperationAndDay();
+      const settledCount = ledger.reduce((sum, row) => sum + row.payments, 0);
+      const settledAmount = ledger.reduce((sum, row) => sum + BigInt(row.atomicAmount), 0n);
+      const client = createPublicClient({ transport: http(chain.rpcUrl) });
+      const transfers = await client.getLogs({
+        address: BASE_USDC_ADDRESS,
+        event: parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)"),
+        args: { to: payTo },
+        fromBlock: 0n,
+        toBlock: "latest",
+      });
+      expect(settledCount).toBe(calls.length + 1);
+      expect(transfers.length).toBe(settledCount);
+      expect(transfers.reduce((sum, log) => sum + (log.args.value as bigint), 0n)).toBe(settledAmount);
+      expect(settledAmount).toBe(BigInt(calls.length + 1) * CSV_CLEANUP_PRICE);
+    } finally {
+      await store.close();
+    }
+  });
+});
