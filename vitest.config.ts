@@ -1,10 +1,24 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * End-to-end tests whose outcome depends on the store: they run a second time with every test
+ * service on PostgreSQL (a fresh schema each), when TEST_DATABASE_URL is set (always in CI).
+ */
+const STORE_SENSITIVE = [
+  "test/payments.e2e.test.ts",
+  "test/payment-recovery.e2e.test.ts",
+  "test/payment-modes.e2e.test.ts",
+];
+
+const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: "forks" as const };
+
 export default defineConfig({
   test: {
-    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    pool: "forks",
+    projects: [
+      { test: { ...shared, name: "sqlite", include: ["src/**/*.test.ts", "test/**/*.test.ts"] } },
+      ...(process.env.TEST_DATABASE_URL
+        ? [{ test: { ...shared, name: "postgres", include: STORE_SENSITIVE, env: { TEST_STORE: "postgres" } } }]
+        : []),
+    ],
   },
 });

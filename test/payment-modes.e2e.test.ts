@@ -9,7 +9,13 @@ import { BASE_NETWORK, ConfigError } from "../src/config.ts";
 import { inProcessFacilitator } from "../src/payments/facilitator.ts";
 import { buildFacilitatorApp } from "../src/payments/facilitator-server.ts";
 import { createSettlerSigner } from "../src/payments/settler-signer.ts";
-import { freePort, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
+import {
+  databaseUrlOf,
+  freePort,
+  startTestService,
+  type TestService,
+  usdcBalances,
+} from "./helpers/service.ts";
 
 const AUTH_TOKEN = "test-facilitator-token";
 
@@ -128,7 +134,7 @@ describe("self mode: the operator's key over the operator's RPC", () => {
       X402_SETTLER_PRIVATE_KEY: devPrivateKey(9),
       RPC_URL: chain.rpcUrl,
       X402_PAY_TO: devAccounts().payTo.address,
-      DATABASE_URL: `sqlite:${(service.config.database as { path: string }).path}`,
+      DATABASE_URL: databaseUrlOf(service.config),
     };
     const refused = startTestService(env);
     await expect(refused).rejects.toBeInstanceOf(ConfigError);

@@ -12,7 +12,14 @@ import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { openStore } from "../src/store/open-store.ts";
-import { freePort, jsonPost, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
+import {
+  databaseUrlOf,
+  freePort,
+  jsonPost,
+  startTestService,
+  type TestService,
+  usdcBalances,
+} from "./helpers/service.ts";
 
 const PRICE = 2_000_000n;
 
@@ -156,7 +163,7 @@ describe("a payment whose owner died mid-way", () => {
       {
         ...env,
         X402_SETTLER_PRIVATE_KEY: devPrivateKey(9),
-        DATABASE_URL: `sqlite:${(dead.config.database as { path: string }).path}`,
+        DATABASE_URL: databaseUrlOf(dead.config),
       },
       { operations: [flaky], clock: () => Date.now() + clockOffset },
     );

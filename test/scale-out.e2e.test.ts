@@ -1,7 +1,6 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import pino from "pino";
 import { createPublicClient, http, parseAbiItem } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +9,7 @@ import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
-import { dropSchema, freshSchemaName, testDatabaseUrl } from "./helpers/postgres.ts";
+import { createTestDatabase, testDatabaseUrl } from "./helpers/postgres.ts";
 import { type Spawned, spawnUtility402, waitFor } from "./helpers/processes.ts";
 import { freePort, jsonPost, usdcBalances } from "./helpers/service.ts";
 
@@ -19,26 +18,16 @@ const databaseUrl = testDatabaseUrl();
 
 /** Several `utility402 serve` processes on one PostgreSQL database and one chain, as an operator runs them. */
 describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL database", () => {
-  const url = databaseUrl as string;
-  const schema = freshSchemaName("scale_out");
   const payTo = devAccounts().payTo.address;
   const processes: Spawned[] = [];
   const dirs: string[] = [];
   let chain: LocalChain;
   let instances: string[] = [];
-
-  const schemaUrl = () => {
-    const withOptions = new URL(url);
-    withOptions.searchParams.set("options", `-c search_path=${schema}`);
-    return withOptions.toString();
-  };
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
 
   beforeAll(async () => {
     chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
+    database = await createTestDatabase("scale_out");
     // One settlement key per instance (#0 and #9): nonces stay per key.
     instances = await Promise.all(
       [devPrivateKey(0), devPrivateKey(9)].map(async (settlerKey) => {
@@ -52,7 +41,7 @@ describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL dat
           X402_SETTLER_PRIVATE_KEY: settlerKey,
           RPC_URL: chain.rpcUrl,
           X402_PAY_TO: payTo,
-          DATABASE_URL: schemaUrl(),
+          DATABASE_URL: database.url,
           DATABASE_POOL_SIZE: "5",
           LOG_LEVEL: "warn",
         });
@@ -68,7 +57,7 @@ describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL dat
     await Promise.all(processes.map((instance) => instance.stop()));
     await chain?.stop();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-    await dropSchema(url, schema);
+    await database?.dispose();
   });
 
   it("both instances report the shared PostgreSQL store as ready", async () => {
@@ -110,7 +99,7 @@ describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL dat
     );
     expect(responses.map((response) => response.status)).toEqual(calls.map(() => 200));
 
-    const store = await PostgresStore.open({ connectionString: url, poolSize: 1, schema });
+    const store = await PostgresStore.open({ connectionString: database.url, poolSize: 1 });
     try {
       const ledger = await store.revenueByOperationAndDay();
       const settledCount = ledger.reduce((sum, row) => sum + row.payments, 0);

@@ -25,3 +25,25 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
     await client.end();
   }
 }
+
+/**
+ * A fresh schema in the test database and a DATABASE_URL that selects it (through the connection's
+ * search_path), so a whole service runs on PostgreSQL in isolation; dispose drops the schema.
+ */
+export async function createTestDatabase(
+  prefix = "service",
+): Promise<{ url: string; dispose(): Promise<void> }> {
+  const base = testDatabaseUrl();
+  if (!base) throw new Error("TEST_STORE=postgres needs TEST_DATABASE_URL");
+  const schema = freshSchemaName(prefix);
+  const client = new pg.Client({ connectionString: base });
+  await client.connect();
+  try {
+    await client.query(`CREATE SCHEMA ${schema}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(base);
+  url.searchParams.set("options", `-c search_path=${schema}`);
+  return { url: url.toString(), dispose: () => dropSchema(base, schema) };
+}

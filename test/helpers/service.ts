@@ -4,9 +4,10 @@ import os from "node:os";
 import path from "node:path";
 import { createPublicClient, http, parseAbi } from "viem";
 import type { AnyOperation } from "../../src/catalog/operation.ts";
-import { BASE_USDC_ADDRESS, loadConfig } from "../../src/config.ts";
+import { BASE_USDC_ADDRESS, type Config, loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { type RunningService, startService } from "../../src/serve.ts";
+import { createTestDatabase } from "./postgres.ts";
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -33,7 +34,10 @@ export async function startTestService(
 ): Promise<TestService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-test-"));
   const port = await freePort();
+  const postgres =
+    process.env.TEST_STORE === "postgres" && !env.DATABASE_URL ? await createTestDatabase() : undefined;
   const config = loadConfig({
+    ...(postgres ? { DATABASE_URL: postgres.url, DATABASE_POOL_SIZE: "5" } : {}),
     PORT: String(port),
     LOCAL_CHAIN_PORT: String(await freePort()),
     DATA_DIR: dataDir,
@@ -41,8 +45,9 @@ export async function startTestService(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
     ...env,
   });
-  const service = await startService(config, createLogger(config.logLevel), options).catch((error) => {
+  const service = await startService(config, createLogger(config.logLevel), options).catch(async (error) => {
     fs.rmSync(dataDir, { recursive: true, force: true });
+    await postgres?.dispose();
     throw error;
   });
   return {
@@ -51,9 +56,14 @@ export async function startTestService(
     async stop() {
       await service.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
+      await postgres?.dispose();
     },
   };
 }
+
+/** The DATABASE_URL of a running service's store, to start another instance on the same one. */
+export const databaseUrlOf = (config: Config) =>
+  config.database.kind === "postgres" ? config.database.url : `sqlite:${config.database.path}`;
 
 const ERC20 = parseAbi(["function balanceOf(address) view returns (uint256)"]);
 
