@@ -1,15 +1,17 @@
+import pino from "pino";
 import { createPublicClient, createWalletClient, http, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineOperation } from "../src/catalog/operation.ts";
 import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
+import { startLocalChain } from "../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { Problem } from "../src/problem.ts";
 import { openStore } from "../src/store/open-store.ts";
-import { startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
+import { freePort, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
 
 const CSV_PRICE = 2_000_000n;
 const body = (rows: unknown[], extra: Record<string, unknown> = {}) =>
@@ -309,27 +311,32 @@ describe("graceful shutdown", () => {
         return (csvCleanup.handler as NonNullable<typeof csvCleanup.handler>)(input, ctx);
       },
     });
-    const service = await startTestService({}, { operations: [slow] });
+    // A chain of its own that outlives the service, so the balance can be read after stop().
+    const chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    const service = await startTestService(
+      {
+        X402_SETTLER_PRIVATE_KEY: devPrivateKey(0),
+        RPC_URL: chain.rpcUrl,
+        X402_PAY_TO: devAccounts().payTo.address,
+      },
+      { operations: [slow] },
+    );
     try {
-      const balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+      const balanceOf = usdcBalances(chain.rpcUrl);
       const payer = createPayer(devPrivateKey(6));
       const before = await balanceOf(payer.address);
       const inFlight = payer.fetch(`${service.url}/v1/test-slow`, post({ body: body([{ id: "x" }]) }));
       await running;
-      const afterBalance = (async () => {
-        const response = await inFlight;
-        // The chain is still up until the settlement finished: read the balance before stop() completes.
-        return { response, balance: await balanceOf(payer.address) };
-      })();
       const stopping = service.stop();
-      const { response, balance } = await afterBalance;
+      const response = await inFlight;
       expect(response.status).toBe(200);
       expect(paymentReceipt(response)?.success).toBe(true);
-      expect(balance).toBe(before - CSV_PRICE);
       await stopping;
+      expect(await balanceOf(payer.address)).toBe(before - CSV_PRICE);
       await expect(fetch(`${service.url}/healthz`)).rejects.toThrow();
     } finally {
       await service.stop();
+      await chain.stop();
     }
   });
 });
