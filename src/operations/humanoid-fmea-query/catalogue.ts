@@ -51,8 +51,12 @@ const Text = z.string().trim().min(3);
 const TextList = z.array(Text).min(1);
 const Rating = z.int().min(1).max(10);
 
-/** "Measurable": the acceptance criterion names at least one number with a unit or a count. */
-const MEASURABLE = /\d\s*(%|ms|s\b|mm|m\b|m\/s|N\b|Nm|N·m|J\b|kg|°C|K\b|V\b|A\b|W\b|Hz|g\b|dB|lx|kPa|MPa|N\/cm²|h\b|cycles|trials|runs|times|km|deg|°|rad|mΩ|MΩ|kV|bar|pairs|attempts|mA|µs|min\b|per)/;
+/**
+ * "Measurable": the acceptance criterion names a number with a unit (20 ms, 1.5 m, 99.9 %, 65 N) or a
+ * pass count ("40 of 40 trials").
+ */
+const UNIT = String.raw`(%|ms|µs|s|min|h|mm|m|km|m/s|rad/s|°/s|°|°C|K|N|N·s|N·m|kN|J|kg|V|kV|A|mA|W|Hz|dB\(A\)|dB|lx|mΩ|MΩ|kPa|MPa|bar)`;
+const MEASURABLE = new RegExp(String.raw`\d\s?${UNIT}(?![A-Za-z])|\b\d+ of \d+\b`);
 
 export const FmeaEntrySchema = z
   .strictObject({
