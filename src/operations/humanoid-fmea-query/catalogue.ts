@@ -58,52 +58,57 @@ const Rating = z.int().min(1).max(10);
 const UNIT = String.raw`(%|ms|µs|s|min|h|mm|m|km|m/s|rad/s|°/s|°|°C|K|N|N·s|N·m|kN|J|kg|V|kV|A|mA|W|Hz|dB\(A\)|dB|lx|mΩ|MΩ|kPa|MPa|bar)`;
 const MEASURABLE = new RegExp(String.raw`\d\s?${UNIT}(?![A-Za-z])|\b\d+ of \d+\b`);
 
-export const FmeaEntrySchema = z
-  .strictObject({
-    id: z.string().regex(/^HFM-[A-Z]{2,3}-0[1-8]$/),
-    subsystem: z.enum(SUBSYSTEM_IDS),
-    function: Text.meta({ description: "What the element must do, as a requirement." }),
-    failureMode: Text,
-    effects: TextList,
-    hazard: z.strictObject({
-      type: z.enum(HAZARD_TYPES).meta({ description: "ISO 12100 hazard group." }),
-      description: Text.meta({ description: "The hazardous event and the harm it can cause." }),
-    }),
-    severity: Rating,
-    occurrence: Rating,
-    detection: Rating,
-    actionPriority: z.enum(ACTION_PRIORITIES),
-    causes: TextList,
-    preventionControls: TextList,
-    detectionControls: TextList,
-    verificationTest: z.strictObject({
-      method: Text,
-      acceptanceCriteria: Text.regex(MEASURABLE, "a measurable pass criterion: a number with its unit"),
-    }),
-    references: z
-      .array(
-        z.strictObject({
-          standard: z.string().regex(/^[A-Z][A-Za-z0-9/ .:()-]+$/, "a standard number such as ISO 13849-1"),
-          topic: Text.meta({ description: "The clause topic it bears on (never the standard's text)." }),
-          status: z.literal("draft").optional(),
-        }),
-      )
-      .min(1),
-  })
-  .superRefine((entry, ctx) => {
-    const subsystem = SUBSYSTEMS.find((s) => s.id === entry.subsystem);
-    if (subsystem && !entry.id.startsWith(`HFM-${subsystem.code}-`)) {
-      ctx.addIssue({ code: "custom", path: ["id"], message: `ids of ${subsystem.id} start HFM-${subsystem.code}-` });
-    }
-    const expected = actionPriority(entry);
-    if (entry.actionPriority !== expected) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["actionPriority"],
-        message: `our rule gives ${expected} for S${entry.severity} O${entry.occurrence} D${entry.detection}`,
-      });
-    }
-  });
+/** One failure mode as stored; `FmeaEntrySchema` adds the cross-field checks. */
+export const FmeaEntryFields = z.strictObject({
+  id: z.string().regex(/^HFM-[A-Z]{2,3}-0[1-8]$/),
+  subsystem: z.enum(SUBSYSTEM_IDS),
+  function: Text.meta({ description: "What the element must do, as a requirement." }),
+  failureMode: Text,
+  effects: TextList,
+  hazard: z.strictObject({
+    type: z.enum(HAZARD_TYPES).meta({ description: "ISO 12100 hazard group." }),
+    description: Text.meta({ description: "The hazardous event and the harm it can cause." }),
+  }),
+  severity: Rating,
+  occurrence: Rating,
+  detection: Rating,
+  actionPriority: z.enum(ACTION_PRIORITIES),
+  causes: TextList,
+  preventionControls: TextList,
+  detectionControls: TextList,
+  verificationTest: z.strictObject({
+    method: Text,
+    acceptanceCriteria: Text.regex(MEASURABLE, "a measurable pass criterion: a number with its unit"),
+  }),
+  references: z
+    .array(
+      z.strictObject({
+        standard: z.string().regex(/^[A-Z][A-Za-z0-9/ .:()-]+$/, "a standard number such as ISO 13849-1"),
+        topic: Text.meta({ description: "The clause topic it bears on (never the standard's text)." }),
+        status: z.literal("draft").optional(),
+      }),
+    )
+    .min(1),
+});
+
+export const FmeaEntrySchema = FmeaEntryFields.superRefine((entry, ctx) => {
+  const subsystem = SUBSYSTEMS.find((s) => s.id === entry.subsystem);
+  if (subsystem && !entry.id.startsWith(`HFM-${subsystem.code}-`)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["id"],
+      message: `ids of ${subsystem.id} start HFM-${subsystem.code}-`,
+    });
+  }
+  const expected = actionPriority(entry);
+  if (entry.actionPriority !== expected) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["actionPriority"],
+      message: `our rule gives ${expected} for S${entry.severity} O${entry.occurrence} D${entry.detection}`,
+    });
+  }
+});
 export type FmeaEntry = z.infer<typeof FmeaEntrySchema>;
 
 export const CatalogueFileSchema = z
