@@ -124,7 +124,7 @@ export class FmeaCatalogue {
     const items = matches.slice(query.offset, query.offset + query.limit).map(({ doc, score }) => ({
       ...doc,
       rpn: doc.severity * doc.occurrence * doc.detection,
-      ...(score === undefined ? {} : { score: Math.round(score * 1000) / 1000 }),
+      ...(score === undefined ? {} : { score }),
     }));
     return { count: items.length, total: matches.length, items, facets };
   }

@@ -103,11 +103,15 @@ export class Bm25Index<T> {
     });
   }
 
-  /** Documents that contain at least one query term, best first; ties keep document order. */
-  search(query: string, include: (doc: T) => boolean = () => true): Ranked<T>[] {
+  /**
+   * Documents that contain at least one query term, best first. Scores are rounded to `decimals`
+   * before ranking, so documents whose shown scores are equal keep document order.
+   */
+  search(query: string, include: (doc: T) => boolean = () => true, decimals = 3): Ranked<T>[] {
+    const scale = 10 ** decimals;
     const scores = this.scores(query);
     return this.#docs
-      .map((doc, index) => ({ doc, score: scores[index] ?? 0, index }))
+      .map((doc, index) => ({ doc, score: Math.round((scores[index] ?? 0) * scale) / scale, index }))
       .filter((hit) => hit.score > 0 && include(hit.doc))
       .sort((a, b) => b.score - a.score || a.index - b.index)
       .map(({ doc, score }) => ({ doc, score }));
