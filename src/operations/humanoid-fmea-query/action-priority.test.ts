@@ -12,10 +12,12 @@ describe("our action-priority rule", () => {
   it("never lowers the priority when any rating gets worse (all 1,000 combinations)", () => {
     for (const r of all) {
       const ap = RANK[actionPriority(r)];
-      if (r.severity < 10) expect(RANK[actionPriority({ ...r, severity: r.severity + 1 })]).toBeGreaterThanOrEqual(ap);
+      if (r.severity < 10)
+        expect(RANK[actionPriority({ ...r, severity: r.severity + 1 })]).toBeGreaterThanOrEqual(ap);
       if (r.occurrence < 10)
         expect(RANK[actionPriority({ ...r, occurrence: r.occurrence + 1 })]).toBeGreaterThanOrEqual(ap);
-      if (r.detection < 10) expect(RANK[actionPriority({ ...r, detection: r.detection + 1 })]).toBeGreaterThanOrEqual(ap);
+      if (r.detection < 10)
+        expect(RANK[actionPriority({ ...r, detection: r.detection + 1 })]).toBeGreaterThanOrEqual(ap);
     }
   });
 
@@ -41,9 +43,10 @@ describe("our action-priority rule", () => {
     const examples = [...doc.matchAll(/^\| (\d+) \| (\d+) \| (\d+) \| ([HML]) \|/gm)];
     expect(examples.length).toBeGreaterThanOrEqual(12);
     for (const [, s, o, d, ap] of examples) {
-      expect(actionPriority({ severity: Number(s), occurrence: Number(o), detection: Number(d) }), `${s}/${o}/${d}`).toBe(
-        ap,
-      );
+      expect(
+        actionPriority({ severity: Number(s), occurrence: Number(o), detection: Number(d) }),
+        `${s}/${o}/${d}`,
+      ).toBe(ap);
     }
     expect(new Set(examples.map((m) => m[4]))).toEqual(new Set(["H", "M", "L"]));
   });

@@ -26,7 +26,8 @@ const issues = (file: unknown) => {
 function strings(value: unknown, path = ""): [string, string][] {
   if (typeof value === "string") return [[path, value]];
   if (Array.isArray(value)) return value.flatMap((v, i) => strings(v, `${path}/${i}`));
-  if (value && typeof value === "object") return Object.entries(value).flatMap(([k, v]) => strings(v, `${path}/${k}`));
+  if (value && typeof value === "object")
+    return Object.entries(value).flatMap(([k, v]) => strings(v, `${path}/${k}`));
   return [];
 }
 
@@ -56,9 +57,16 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
       ] as const) {
         expect(entry[key], `${entry.id} ${key}`).toBeDefined();
       }
-      for (const list of [entry.effects, entry.causes, entry.preventionControls, entry.detectionControls, entry.references])
+      for (const list of [
+        entry.effects,
+        entry.causes,
+        entry.preventionControls,
+        entry.detectionControls,
+        entry.references,
+      ])
         expect(list.length, entry.id).toBeGreaterThan(0);
-      for (const [path, text] of strings(entry)) expect(text.trim().length, `${entry.id}${path}`).toBeGreaterThan(0);
+      for (const [path, text] of strings(entry))
+        expect(text.trim().length, `${entry.id}${path}`).toBeGreaterThan(0);
       for (const rating of [entry.severity, entry.occurrence, entry.detection]) {
         expect(Number.isInteger(rating) && rating >= 1 && rating <= 10).toBe(true);
       }
@@ -116,11 +124,13 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   });
 
   it("covers the humanoid specifics: stop categories, falls, power loss, backdrivability, battery, contact limits, perception, teleoperation, updates", () => {
-    const cites = (standard: string) => entries.filter((e) => e.references.some((r) => r.standard.startsWith(standard)));
+    const cites = (standard: string) =>
+      entries.filter((e) => e.references.some((r) => r.standard.startsWith(standard)));
     expect(cites("IEC 60204-1").map((e) => e.id)).toContain("HFM-SAF-02");
     expect(cites("ISO 25785-1").length).toBeGreaterThanOrEqual(12);
     expect(cites("ISO/TS 15066").length).toBeGreaterThanOrEqual(6);
-    const mention = (pattern: RegExp) => entries.filter((e) => pattern.test(JSON.stringify(e))).map((e) => e.id);
+    const mention = (pattern: RegExp) =>
+      entries.filter((e) => pattern.test(JSON.stringify(e))).map((e) => e.id);
     expect(mention(/fall zone/i).length).toBeGreaterThanOrEqual(6);
     expect(mention(/back-driv/i).length).toBeGreaterThanOrEqual(3);
     expect(mention(/stop category|category [012] /i).length).toBeGreaterThanOrEqual(2);

@@ -27,10 +27,18 @@ describe("filters", () => {
   });
 
   it("hazardType, minSeverity and actionPriority keep exactly the matching entries", () => {
-    expect(ids({ hazardType: "thermal" })).toEqual(entries.filter((e) => e.hazard.type === "thermal").map((e) => e.id));
+    expect(ids({ hazardType: "thermal" })).toEqual(
+      entries.filter((e) => e.hazard.type === "thermal").map((e) => e.id),
+    );
     expect(ids({ hazardType: "thermal" })).toEqual(["HFM-ACT-07", "HFM-PWR-01", "HFM-PWR-06", "HFM-ENV-07"]);
     expect(ids({ hazardType: "vibration" })).toEqual([]);
-    expect(ids({ minSeverity: 10 })).toEqual(["HFM-STR-01", "HFM-PWR-01", "HFM-SAF-01", "HFM-COM-03", "HFM-NAV-02"]);
+    expect(ids({ minSeverity: 10 })).toEqual([
+      "HFM-STR-01",
+      "HFM-PWR-01",
+      "HFM-SAF-01",
+      "HFM-COM-03",
+      "HFM-NAV-02",
+    ]);
     expect(ids({ minSeverity: 1 })).toHaveLength(96);
     expect(ids({ actionPriority: "L" })).toEqual(["HFM-SW-07", "HFM-COM-05", "HFM-ENV-01", "HFM-ENV-02"]);
     for (const ap of ["H", "M", "L"] as const) {

@@ -10,12 +10,14 @@ export const DEFAULT_LIMIT = 20;
 const oneOf = (values: readonly string[]) => values.join(", ");
 
 // Field-level refinements, so that each message carries the field's own pointer (/standard, /ids/2).
+// A length check does not stop refinements: a string that already failed one gets no second issue.
+const fits = (text: string, max: number) => text.length >= 1 && text.length <= max;
 const Text = z
   .string()
   .min(1)
   .max(200)
   .superRefine((text, ctx) => {
-    if (tokenize(text).length === 0)
+    if (fits(text, 200) && tokenize(text).length === 0)
       ctx.addIssue({ code: "custom", message: "no searchable word in `text`" });
   })
   .meta({
@@ -29,7 +31,7 @@ const Standard = z
   .min(1)
   .max(64)
   .superRefine((standard, ctx) => {
-    if (!CATALOGUE.knowsStandard(standard)) {
+    if (fits(standard, 64) && !CATALOGUE.knowsStandard(standard)) {
       ctx.addIssue({
         code: "custom",
         message: `no cited standard matches "${standard}"; the catalogue cites: ${oneOf(CATALOGUE.standards)}`,
@@ -47,7 +49,7 @@ const Id = z
   .min(1)
   .max(32)
   .superRefine((id, ctx) => {
-    if (!CATALOGUE.ids.has(id)) {
+    if (fits(id, 32) && !CATALOGUE.ids.has(id)) {
       ctx.addIssue({
         code: "custom",
         message: `unknown id "${id}"; ids are HFM-<code>-01 to -08 with code one of ${oneOf(SUBSYSTEMS.map((s) => s.code))}`,

@@ -16,7 +16,11 @@ describe("tokenize and stem", () => {
 describe("BM25", () => {
   const docs = [
     { id: "a", title: "battery fire", body: "cells" },
-    { id: "b", title: "gear wear", body: "battery mentioned once in a much longer body about gears and wear" },
+    {
+      id: "b",
+      title: "gear wear",
+      body: "battery mentioned once in a much longer body about gears and wear",
+    },
     { id: "c", title: "fire door", body: "exit" },
     { id: "d", title: "fire door", body: "exit" },
   ];
