@@ -37,7 +37,9 @@ describe("humanoid-fmea-query on the local chain", () => {
       hazard: { type: "mechanical" },
     });
     expect(body.items[0].score).toBeGreaterThan(body.items[1].score);
-    expect(body.items[0].references).toContainEqual(expect.objectContaining({ standard: "IEC 60204-1:2016" }));
+    expect(body.items[0].references).toContainEqual(
+      expect.objectContaining({ standard: "IEC 60204-1:2016" }),
+    );
     expect(body.total).toBeGreaterThan(2);
     const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
     expect(sum(body.facets.subsystem)).toBe(body.total);
@@ -61,7 +63,9 @@ describe("humanoid-fmea-query on the local chain", () => {
         expect(response.headers.get("content-type")).toContain("application/problem+json");
         expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
         expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
-        expect((await response.json()).errors).toEqual([{ pointer, message: expect.stringContaining(listed) }]);
+        expect((await response.json()).errors).toEqual([
+          { pointer, message: expect.stringContaining(listed) },
+        ]);
       }
     }
     expect(await balanceOf(payer.address)).toBe(before);
