@@ -40,7 +40,7 @@ describe("filters", () => {
       "HFM-NAV-02",
     ]);
     expect(ids({ minSeverity: 1 })).toHaveLength(96);
-    expect(ids({ actionPriority: "L" })).toEqual(["HFM-SW-07", "HFM-COM-05", "HFM-ENV-01", "HFM-ENV-02"]);
+    expect(ids({ actionPriority: "L" })).toEqual(["HFM-SW-07", "HFM-COM-05", "HFM-ENV-01"]);
     for (const ap of ["H", "M", "L"] as const) {
       expect(run({ actionPriority: ap }).total).toBe(entries.filter((e) => e.actionPriority === ap).length);
     }
