@@ -69,10 +69,16 @@ export const FmeaEntryFields = z.strictObject({
     type: z.enum(HAZARD_TYPES).meta({ description: "ISO 12100 hazard group." }),
     description: Text.meta({ description: "The hazardous event and the harm it can cause." }),
   }),
-  severity: Rating,
-  occurrence: Rating,
-  detection: Rating,
-  actionPriority: z.enum(ACTION_PRIORITIES),
+  severity: Rating.meta({
+    description: "Worst credible harm to a person: 10 death or irreversible injury, 1 none.",
+  }),
+  occurrence: Rating.meta({
+    description: "Likelihood of the cause with the prevention controls: 1 eliminated.",
+  }),
+  detection: Rating.meta({ description: "How well the detection controls find it: 1 always, 10 no method." }),
+  actionPriority: z.enum(ACTION_PRIORITIES).meta({
+    description: "H must act, M should act, L could act: our own rule over S, O, D (docs/humanoid-fmea.md).",
+  }),
   causes: TextList,
   preventionControls: TextList,
   detectionControls: TextList,

@@ -2,6 +2,7 @@ import { ACTION_PRIORITIES, type ActionPriority } from "./action-priority.ts";
 import {
   type CatalogueFile,
   type FmeaEntry,
+  type HazardType,
   loadCatalogue,
   SUBSYSTEMS,
   type SubsystemId,
@@ -11,7 +12,7 @@ import { Bm25Index, type WeightedField } from "./search.ts";
 export interface FmeaQuery {
   text?: string;
   subsystem?: SubsystemId;
-  hazardType?: string;
+  hazardType?: HazardType;
   minSeverity?: number;
   actionPriority?: ActionPriority;
   standard?: string;
