@@ -1,5 +1,8 @@
 import { defineOperation } from "../../catalog/operation.ts";
+import { CATALOGUE } from "./query.ts";
 import { HumanoidFmeaQueryRequest, HumanoidFmeaQueryResponse } from "./schema.ts";
+
+const exampleInput = { text: "fall on power loss", limit: 1 };
 
 export const humanoidFmeaQuery = defineOperation({
   id: "humanoid-fmea-query",
@@ -9,13 +12,20 @@ export const humanoidFmeaQuery = defineOperation({
   kind: "sync",
   summary: "Query 96 humanoid-robot failure modes",
   description:
-    "Ranked search and filters over a catalogue of 96 humanoid-robot failure modes with hazards, " +
-    "controls, verification tests and standard references.",
+    "Ranked full-text search (BM25) and filters (subsystem, ISO 12100 hazard type, minimum severity, " +
+    "action priority, cited standard, ids) over our catalogue of 96 humanoid-robot failure modes: 12 " +
+    "subsystems × 8, each with function, effects, hazard, severity/occurrence/detection, an action " +
+    "priority from our documented rule, causes, prevention and detection controls, a verification test " +
+    "with a measurable acceptance criterion, and standards cited by number and topic. Answers " +
+    "`{ count, total, items, facets }`. Unknown subsystems, hazard types, standards and ids are 400s " +
+    "listing the valid values, never charged. A starting catalogue for a competent person to tailor, " +
+    "not a certified risk assessment.",
   tags: ["engineering"],
   inputFrom: "body",
   input: HumanoidFmeaQueryRequest,
   output: HumanoidFmeaQueryResponse,
   outputContentType: "application/json",
-  example: { input: { text: "fall on power loss", limit: 5 } },
+  example: { input: exampleInput, output: CATALOGUE.query({ ...exampleInput, offset: 0 }) },
   errorResponses: [],
+  handler: async (input) => ({ body: CATALOGUE.query(input) }),
 });

@@ -1,27 +1,129 @@
 import { z } from "zod";
+import { ACTION_PRIORITIES } from "./action-priority.ts";
+import { FmeaEntryFields, HAZARD_TYPES, SUBSYSTEM_IDS, SUBSYSTEMS } from "./catalogue.ts";
+import { CATALOGUE } from "./query.ts";
+import { tokenize } from "./search.ts";
+
+export const MAX_LIMIT = CATALOGUE.entries.length;
+export const DEFAULT_LIMIT = 20;
+
+const oneOf = (values: readonly string[]) => values.join(", ");
+
+// Field-level refinements, so that each message carries the field's own pointer (/standard, /ids/2).
+// A length check does not stop refinements: a string that already failed one gets no second issue.
+const fits = (text: string, max: number) => text.length >= 1 && text.length <= max;
+const Text = z
+  .string()
+  .min(1)
+  .max(200)
+  .superRefine((text, ctx) => {
+    if (fits(text, 200) && tokenize(text).length === 0)
+      ctx.addIssue({ code: "custom", message: "no searchable word in `text`" });
+  })
+  .meta({
+    description:
+      "Ranked full-text search (BM25) over every field of an entry, with light English stemming " +
+      "(falls = falling = fall). Entries matching no word are left out; best first, ties in catalogue order.",
+  });
+
+const Standard = z
+  .string()
+  .min(1)
+  .max(64)
+  .superRefine((standard, ctx) => {
+    if (fits(standard, 64) && !CATALOGUE.knowsStandard(standard)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `no cited standard matches "${standard}"; the catalogue cites: ${oneOf(CATALOGUE.standards)}`,
+      });
+    }
+  })
+  .meta({
+    description:
+      "A standard number, whole or a leading part ending at a part or year boundary: `ISO 13849` matches " +
+      "ISO 13849-1:2023 and ISO 13849-2:2012; `TS 15066` and `10218-2` match too. Case and spacing are ignored.",
+  });
+
+const Id = z
+  .string()
+  .min(1)
+  .max(32)
+  .superRefine((id, ctx) => {
+    if (fits(id, 32) && !CATALOGUE.ids.has(id)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `unknown id "${id}"; ids are HFM-<code>-01 to -08 with code one of ${oneOf(SUBSYSTEMS.map((s) => s.code))}`,
+      });
+    }
+  });
 
 export const HumanoidFmeaQueryRequest = z
   .strictObject({
-    text: z.string().min(1).max(200).optional(),
-    subsystem: z.string().min(1).max(64).optional(),
-    hazardType: z.string().min(1).max(64).optional(),
-    minSeverity: z.int().min(1).max(10).optional(),
-    actionPriority: z.enum(["H", "M", "L"]).optional(),
-    standard: z.string().min(1).max(64).optional(),
-    ids: z.array(z.string().min(1).max(32)).min(1).max(96).optional(),
-    limit: z.int().min(1).max(96).default(20),
-    offset: z.int().min(0).max(95).default(0),
+    text: Text.optional(),
+    subsystem: z
+      .enum(SUBSYSTEM_IDS, { error: () => `unknown subsystem; valid subsystems: ${oneOf(SUBSYSTEM_IDS)}` })
+      .optional(),
+    hazardType: z
+      .enum(HAZARD_TYPES, {
+        error: () => `unknown hazard type; ISO 12100 hazard types: ${oneOf(HAZARD_TYPES)}`,
+      })
+      .optional(),
+    minSeverity: z
+      .int()
+      .min(1)
+      .max(10)
+      .optional()
+      .meta({ description: "Only entries with severity ≥ this." }),
+    actionPriority: z.enum(ACTION_PRIORITIES).optional(),
+    standard: Standard.optional(),
+    ids: z.array(Id).min(1).max(MAX_LIMIT).optional().meta({ description: "Only these entries." }),
+    limit: z.int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
+    offset: z
+      .int()
+      .min(0)
+      .max(MAX_LIMIT - 1)
+      .default(0),
   })
-  .meta({ id: "HumanoidFmeaQueryRequest" });
+  .meta({
+    id: "HumanoidFmeaQueryRequest",
+    description:
+      "Every filter narrows the result (AND). `total` and the facets count all entries that match, " +
+      "before `offset` and `limit` take a page of them.",
+    example: { text: "fall on power loss", minSeverity: 8, limit: 5 },
+  });
+
+export type HumanoidFmeaQueryInput = z.output<typeof HumanoidFmeaQueryRequest>;
+
+const FmeaItem = FmeaEntryFields.extend({
+  rpn: z.int().min(1).max(1000).meta({
+    description: "severity × occurrence × detection, for comparison only; actionPriority is the priority.",
+  }),
+  score: z
+    .number()
+    .min(0)
+    .optional()
+    .meta({ description: "BM25 relevance (3 decimals); present with `text`." }),
+}).meta({ id: "HumanoidFailureMode" });
+
+const counts = (keys: readonly string[]) =>
+  z.strictObject(Object.fromEntries(keys.map((key) => [key, z.int().min(0)])) as Record<string, z.ZodInt>);
 
 export const HumanoidFmeaQueryResponse = z
   .strictObject({
-    count: z.int().min(0),
-    total: z.int().min(0),
-    items: z.array(z.looseObject({ id: z.string() })),
-    facets: z.strictObject({
-      subsystem: z.record(z.string(), z.int()),
-      actionPriority: z.record(z.string(), z.int()),
-    }),
+    count: z.int().min(0).meta({ description: "Items in this page." }),
+    total: z.int().min(0).meta({ description: "Entries matching every filter and `text`, before paging." }),
+    items: z.array(FmeaItem),
+    facets: z
+      .strictObject({
+        subsystem: counts(SUBSYSTEM_IDS),
+        actionPriority: counts(ACTION_PRIORITIES),
+      })
+      .meta({
+        description:
+          "Counts over the same matching entries as `total` (every key present, zeros included), so each " +
+          "facet sums to `total`.",
+      }),
   })
   .meta({ id: "HumanoidFmeaQueryResponse" });
+
+export type HumanoidFmeaQueryOutput = z.output<typeof HumanoidFmeaQueryResponse>;

@@ -1,0 +1,198 @@
+import { describe, expect, it } from "vitest";
+import { SUBSYSTEMS } from "./catalogue.ts";
+import { CATALOGUE, type FmeaQuery, standardMatches } from "./query.ts";
+import { HumanoidFmeaQueryRequest, HumanoidFmeaQueryResponse } from "./schema.ts";
+
+/** Runs a request body the way the service does: validated (defaults applied), then queried. */
+const run = (body: Record<string, unknown>) => {
+  const result = CATALOGUE.query(HumanoidFmeaQueryRequest.parse(body) as FmeaQuery);
+  expect(HumanoidFmeaQueryResponse.safeParse(result).success).toBe(true);
+  return result;
+};
+const ids = (body: Record<string, unknown>) => run({ limit: 96, ...body }).items.map((i) => i.id);
+const entries = CATALOGUE.entries;
+
+describe("filters", () => {
+  it("no filter: the first 20 entries in catalogue order, total 96", () => {
+    const result = run({});
+    expect(result.total).toBe(96);
+    expect(result.count).toBe(20);
+    expect(result.items.map((i) => i.id)).toEqual(entries.slice(0, 20).map((e) => e.id));
+    expect(result.items[0]).not.toHaveProperty("score");
+    expect(result.items[0]?.rpn).toBe(9 * 3 * 5);
+  });
+
+  it("subsystem keeps that subsystem's 8", () => {
+    expect(ids({ subsystem: "power" })).toEqual(Array.from({ length: 8 }, (_, i) => `HFM-PWR-0${i + 1}`));
+  });
+
+  it("hazardType, minSeverity and actionPriority keep exactly the matching entries", () => {
+    expect(ids({ hazardType: "thermal" })).toEqual(
+      entries.filter((e) => e.hazard.type === "thermal").map((e) => e.id),
+    );
+    expect(ids({ hazardType: "thermal" })).toEqual(["HFM-ACT-07", "HFM-PWR-01", "HFM-PWR-06", "HFM-ENV-07"]);
+    expect(ids({ hazardType: "vibration" })).toEqual([]);
+    expect(ids({ minSeverity: 10 })).toEqual([
+      "HFM-STR-01",
+      "HFM-PWR-01",
+      "HFM-SAF-01",
+      "HFM-COM-03",
+      "HFM-NAV-02",
+    ]);
+    expect(ids({ minSeverity: 1 })).toHaveLength(96);
+    expect(ids({ actionPriority: "L" })).toEqual(["HFM-SW-07", "HFM-COM-05", "HFM-ENV-01"]);
+    for (const ap of ["H", "M", "L"] as const) {
+      expect(run({ actionPriority: ap }).total).toBe(entries.filter((e) => e.actionPriority === ap).length);
+    }
+  });
+
+  it("standard matches cited designations by whole number or leading part", () => {
+    const citing = (prefix: string) =>
+      entries.filter((e) => e.references.some((r) => r.standard.startsWith(prefix))).map((e) => e.id);
+    expect(ids({ standard: "ISO 13849" })).toEqual(citing("ISO 13849-"));
+    expect(ids({ standard: "iso 13849-2" })).toEqual(["HFM-SAF-01"]);
+    expect(ids({ standard: "TS 15066" })).toEqual(citing("ISO/TS 15066"));
+    expect(ids({ standard: "ISO 10218-2:2025" })).toEqual(citing("ISO 10218-2:2025"));
+    expect(ids({ standard: "ISO 25785-1" })).toHaveLength(20);
+  });
+
+  it("ids keep the listed entries, in catalogue order", () => {
+    expect(ids({ ids: ["HFM-NAV-08", "HFM-ACT-01", "HFM-NAV-08"] })).toEqual(["HFM-ACT-01", "HFM-NAV-08"]);
+  });
+
+  it("filters combine with AND", () => {
+    const body = { minSeverity: 9, actionPriority: "H", hazardType: "mechanical", standard: "ISO 25785-1" };
+    const expected = entries
+      .filter(
+        (e) =>
+          e.severity >= 9 &&
+          e.actionPriority === "H" &&
+          e.hazard.type === "mechanical" &&
+          e.references.some((r) => r.standard === "ISO 25785-1"),
+      )
+      .map((e) => e.id);
+    expect(expected.length).toBeGreaterThan(1);
+    expect(ids(body)).toEqual(expected);
+    expect(ids({ ...body, subsystem: "communications" })).toEqual([]);
+  });
+});
+
+describe("standardMatches", () => {
+  it("needs a part or year boundary after the query and a word boundary before it", () => {
+    expect(standardMatches("ISO 13849", "ISO 13849-1:2023")).toBe(true);
+    expect(standardMatches("13849-1", "ISO 13849-1:2023")).toBe(true);
+    expect(standardMatches("iso  13849-1:2023", "ISO 13849-1:2023")).toBe(true);
+    expect(standardMatches("15066", "ISO/TS 15066:2016")).toBe(true);
+    expect(standardMatches("ISO 1384", "ISO 13849-1:2023")).toBe(false);
+    expect(standardMatches("3849-1", "ISO 13849-1:2023")).toBe(false);
+    expect(standardMatches("2023", "ISO 13849-1:2023")).toBe(false);
+    expect(standardMatches("ISO", "ISO 13849-1:2023")).toBe(false);
+    expect(standardMatches("IEC 61000-6", "IEC 61000-6-7")).toBe(true);
+  });
+});
+
+describe("facets and total", () => {
+  it("count the whole matching set (before paging), every key present, each facet summing to total", () => {
+    const result = run({ minSeverity: 9, limit: 3 });
+    const matching = entries.filter((e) => e.severity >= 9);
+    expect(result.total).toBe(matching.length);
+    expect(result.count).toBe(3);
+    expect(Object.keys(result.facets.subsystem)).toEqual(SUBSYSTEMS.map((s) => s.id));
+    expect(Object.keys(result.facets.actionPriority)).toEqual(["H", "M", "L"]);
+    for (const s of SUBSYSTEMS) {
+      expect(result.facets.subsystem[s.id]).toBe(matching.filter((e) => e.subsystem === s.id).length);
+    }
+    expect(result.facets.actionPriority).toEqual({
+      H: matching.filter((e) => e.actionPriority === "H").length,
+      M: matching.filter((e) => e.actionPriority === "M").length,
+      L: 0,
+    });
+    const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+    expect(sum(result.facets.subsystem)).toBe(result.total);
+    expect(sum(result.facets.actionPriority)).toBe(result.total);
+  });
+
+  it("follow the text search too, and are all zero when nothing matches", () => {
+    const result = run({ text: "pacemaker implant" });
+    expect(result.total).toBe(1);
+    expect(result.facets.subsystem.environment).toBe(1);
+    const none = run({ subsystem: "power", hazardType: "noise" });
+    expect(none).toMatchObject({ count: 0, total: 0, items: [] });
+    expect(Object.values(none.facets.subsystem).every((n) => n === 0)).toBe(true);
+  });
+
+  it("the whole catalogue: 8 per subsystem", () => {
+    expect(Object.values(run({}).facets.subsystem)).toEqual(Array(12).fill(8));
+  });
+});
+
+describe("ranking", () => {
+  const top = (text: string, n = 1) => run({ text, limit: n }).items.map((i) => i.id);
+
+  it("puts the entry that is about the query first", () => {
+    expect(top("fall on power loss")).toEqual(["HFM-BAL-07"]);
+    expect(top("emergency stop category biped")).toEqual(["HFM-SAF-02"]);
+    expect(top("teleoperation latency")).toEqual(["HFM-HRI-06"]);
+    expect(top("wireless emergency stop paired with the wrong robot")).toEqual(["HFM-SAF-06"]);
+    expect(top("strain wave gear flexspline")).toEqual(["HFM-ACT-05"]);
+    expect(top("lidar laser eye")).toEqual(["HFM-ENV-02"]);
+    expect(top("get up after a fall")).toEqual(["HFM-STR-06"]);
+    expect(top("HFM-BAL-07")).toEqual(["HFM-BAL-07"]);
+    expect(top("battery thermal runaway", 3)).toContain("HFM-PWR-01");
+    expect(top("software update regression", 2)).toEqual(expect.arrayContaining(["HFM-SW-04"]));
+  });
+
+  it("searches every field: references, verification criteria, causes", () => {
+    expect(ids({ text: "IEEE 7001" })[0]).toBe("HFM-HRI-03");
+    expect(ids({ text: "dye-penetrant" })).toEqual(["HFM-STR-02"]);
+    expect(ids({ text: "welding" })).toContain("HFM-ENV-04");
+    expect(ids({ text: "stretch-wrap" })).toContain("HFM-BAL-02");
+  });
+
+  it("stems inflections and ignores case", () => {
+    expect(ids({ text: "Swelling" })).toEqual(ids({ text: "swell" }));
+    expect(ids({ text: "FALLS" })).toEqual(ids({ text: "fall" }));
+  });
+
+  it("scores descend, ties keep catalogue order, and the answer is the same every time", () => {
+    const result = run({ text: "robot fall person", limit: 96 });
+    const order = new Map(entries.map((e, i) => [e.id, i]));
+    for (let i = 1; i < result.items.length; i++) {
+      const a = result.items[i - 1] as { id: string; score?: number };
+      const b = result.items[i] as { id: string; score?: number };
+      expect(a.score as number).toBeGreaterThanOrEqual(b.score as number);
+      if (a.score === b.score) expect(order.get(a.id) as number).toBeLessThan(order.get(b.id) as number);
+    }
+    expect(run({ text: "robot fall person", limit: 96 })).toEqual(result);
+  });
+
+  it("combines text with filters: only matching entries, still ranked", () => {
+    const result = run({ text: "fall", subsystem: "power", limit: 96 });
+    const unfiltered = run({ text: "fall", limit: 96 }).items;
+    expect(result.items).toEqual(unfiltered.filter((i) => i.subsystem === "power"));
+    expect(result.items.map((i) => i.id)).toEqual(expect.arrayContaining(["HFM-PWR-02", "HFM-PWR-06"]));
+    expect(result.total).toBe(result.facets.subsystem.power);
+  });
+});
+
+describe("paging", () => {
+  it("offset and limit walk the same ordered list without gaps or repeats", () => {
+    for (const body of [{}, { text: "robot stop" }, { minSeverity: 8 }]) {
+      const all = run({ ...body, limit: 96 }).items.map((i) => i.id);
+      const pages: string[] = [];
+      for (let offset = 0; offset < all.length; offset += 7) {
+        const page = run({ ...body, limit: 7, offset });
+        expect(page.total).toBe(all.length);
+        expect(page.count).toBe(page.items.length);
+        pages.push(...page.items.map((i) => i.id));
+      }
+      expect(pages).toEqual(all);
+    }
+  });
+
+  it("an offset past the end answers an empty page with the full total and facets", () => {
+    const result = run({ subsystem: "power", offset: 8 });
+    expect(result).toMatchObject({ count: 0, total: 8, items: [] });
+    expect(result.facets.subsystem.power).toBe(8);
+  });
+});

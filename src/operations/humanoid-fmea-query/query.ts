@@ -1,0 +1,135 @@
+import { ACTION_PRIORITIES, type ActionPriority } from "./action-priority.ts";
+import {
+  type CatalogueFile,
+  type FmeaEntry,
+  type HazardType,
+  loadCatalogue,
+  SUBSYSTEMS,
+  type SubsystemId,
+} from "./catalogue.ts";
+import { Bm25Index, type WeightedField } from "./search.ts";
+
+export interface FmeaQuery {
+  text?: string;
+  subsystem?: SubsystemId;
+  hazardType?: HazardType;
+  minSeverity?: number;
+  actionPriority?: ActionPriority;
+  standard?: string;
+  ids?: string[];
+  limit: number;
+  offset: number;
+}
+
+export type FmeaItem = FmeaEntry & { rpn: number; score?: number };
+
+export interface FmeaQueryResult {
+  count: number;
+  total: number;
+  items: FmeaItem[];
+  facets: { subsystem: Record<string, number>; actionPriority: Record<string, number> };
+}
+
+/**
+ * Field weights for ranking: what the failure is and what it endangers count most; the long lists
+ * of controls and tests count once. Every field of an entry is searchable.
+ */
+function searchableFields(entry: FmeaEntry): WeightedField[] {
+  const subsystem = SUBSYSTEMS.find((s) => s.id === entry.subsystem);
+  return [
+    { text: entry.id, weight: 3 },
+    { text: entry.failureMode, weight: 3 },
+    { text: `${entry.subsystem} ${subsystem?.name ?? ""}`, weight: 2 },
+    { text: entry.function, weight: 2 },
+    { text: `${entry.hazard.type} ${entry.hazard.description}`, weight: 2 },
+    { text: entry.effects.join(" "), weight: 1 },
+    { text: entry.causes.join(" "), weight: 1 },
+    { text: entry.preventionControls.join(" "), weight: 1 },
+    { text: entry.detectionControls.join(" "), weight: 1 },
+    { text: `${entry.verificationTest.method} ${entry.verificationTest.acceptanceCriteria}`, weight: 1 },
+    { text: entry.references.map((r) => `${r.standard} ${r.topic} ${r.status ?? ""}`).join(" "), weight: 1 },
+  ];
+}
+
+/** Upper case, single spaces: "iso/ts  15066" and "ISO/TS 15066" are the same query. */
+const normalizeStandard = (text: string) => text.trim().replace(/\s+/g, " ").toUpperCase();
+
+/**
+ * A standard query matches a cited designation when it names it whole or a leading part of it that
+ * ends at a part or year boundary: "ISO 13849" matches ISO 13849-1:2023 and ISO 13849-2:2012,
+ * "13849-1" and "TS 15066" match too, "ISO 1384" and "2023" do not.
+ */
+export function standardMatches(query: string, designation: string): boolean {
+  const q = normalizeStandard(query);
+  const d = normalizeStandard(designation);
+  if (!/\d/.test(q)) return false;
+  for (let at = d.indexOf(q); at >= 0; at = d.indexOf(q, at + 1)) {
+    const before = at === 0 ? "" : d[at - 1];
+    const after = d[at + q.length] ?? "";
+    if (
+      (before === "" || before === " " || before === "/") &&
+      (after === "" || after === "-" || after === ":")
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+export class FmeaCatalogue {
+  readonly entries: readonly FmeaEntry[];
+  readonly version: string;
+  /** Every standard designation the catalogue cites, sorted. */
+  readonly standards: readonly string[];
+  readonly ids: ReadonlySet<string>;
+  readonly #index: Bm25Index<FmeaEntry>;
+
+  constructor(file: CatalogueFile) {
+    this.entries = file.entries;
+    this.version = file.version;
+    this.standards = [...new Set(file.entries.flatMap((e) => e.references.map((r) => r.standard)))].sort();
+    this.ids = new Set(file.entries.map((e) => e.id));
+    this.#index = new Bm25Index(file.entries, searchableFields);
+  }
+
+  /** Whether any cited standard matches the query (an unknown standard is a 400, not an empty answer). */
+  knowsStandard(query: string): boolean {
+    return this.standards.some((designation) => standardMatches(query, designation));
+  }
+
+  query(query: FmeaQuery): FmeaQueryResult {
+    const wanted = query.ids ? new Set(query.ids) : undefined;
+    const include = (entry: FmeaEntry) =>
+      (query.subsystem === undefined || entry.subsystem === query.subsystem) &&
+      (query.hazardType === undefined || entry.hazard.type === query.hazardType) &&
+      (query.minSeverity === undefined || entry.severity >= query.minSeverity) &&
+      (query.actionPriority === undefined || entry.actionPriority === query.actionPriority) &&
+      (query.standard === undefined ||
+        entry.references.some((r) => standardMatches(query.standard as string, r.standard))) &&
+      (wanted === undefined || wanted.has(entry.id));
+
+    const matches: { doc: FmeaEntry; score?: number }[] =
+      query.text === undefined
+        ? this.entries.filter(include).map((doc) => ({ doc }))
+        : this.#index.search(query.text, include);
+
+    const facets = {
+      subsystem: Object.fromEntries(SUBSYSTEMS.map((s) => [s.id, 0])) as Record<string, number>,
+      actionPriority: Object.fromEntries(ACTION_PRIORITIES.map((ap) => [ap, 0])) as Record<string, number>,
+    };
+    for (const { doc } of matches) {
+      facets.subsystem[doc.subsystem] = (facets.subsystem[doc.subsystem] ?? 0) + 1;
+      facets.actionPriority[doc.actionPriority] = (facets.actionPriority[doc.actionPriority] ?? 0) + 1;
+    }
+
+    const items = matches.slice(query.offset, query.offset + query.limit).map(({ doc, score }) => ({
+      ...doc,
+      rpn: doc.severity * doc.occurrence * doc.detection,
+      ...(score === undefined ? {} : { score }),
+    }));
+    return { count: items.length, total: matches.length, items, facets };
+  }
+}
+
+/** The catalogue the service ships, read and checked once when this module loads. */
+export const CATALOGUE = new FmeaCatalogue(loadCatalogue());

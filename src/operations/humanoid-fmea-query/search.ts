@@ -1,0 +1,119 @@
+/**
+ * A small BM25 ranker (Robertson/Spärck Jones, with per-field weights as in BM25F's simplest form)
+ * over an in-memory list of documents. Deterministic: equal scores keep the documents' own order.
+ */
+
+// "hfm" starts every catalogue id: it would make any id query match every entry.
+const STOP_WORDS = new Set(
+  "a an and are as at be by for from has have hfm in into is it its of on or the their then there these this to was were when where which while with".split(
+    " ",
+  ),
+);
+
+/** Light English stemming: enough that "falls", "falling" and "fall" meet, not a full Porter stemmer. */
+export function stem(word: string): string {
+  if (/^\d/.test(word) || word.length <= 3) return word;
+  let w = word;
+  if (w.endsWith("ies") && w.length > 4) w = `${w.slice(0, -3)}y`;
+  else if (w.endsWith("sses")) w = w.slice(0, -2);
+  else if (w.endsWith("s") && !/(ss|us|is)$/.test(w)) w = w.slice(0, -1);
+  if (w.endsWith("ing") && w.length > 5) w = w.slice(0, -3);
+  else if (w.endsWith("ed") && w.length > 4) w = w.slice(0, -2);
+  // "stopped" → "stopp" → "stop"; "fall" keeps its double l.
+  if (/([^aeiouslz])\1$/.test(w)) w = w.slice(0, -1);
+  if (w.endsWith("e") && w.length > 4) w = w.slice(0, -1);
+  return w;
+}
+
+/** Lower-cased words and numbers, diacritics removed, stop words dropped, each stemmed. */
+export function tokenize(text: string): string[] {
+  return text
+    .normalize("NFKD")
+    .replace(/\p{M}/gu, "")
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((token) => token.length > 0 && !STOP_WORDS.has(token))
+    .map(stem);
+}
+
+export interface WeightedField {
+  text: string;
+  weight: number;
+}
+
+export interface Bm25Options {
+  k1?: number;
+  b?: number;
+}
+
+export interface Ranked<T> {
+  doc: T;
+  score: number;
+}
+
+export class Bm25Index<T> {
+  readonly #docs: readonly T[];
+  /** Per document: weighted term frequency. */
+  readonly #termFrequencies: Map<string, number>[];
+  readonly #lengths: number[];
+  readonly #documentFrequency = new Map<string, number>();
+  readonly #averageLength: number;
+  readonly #k1: number;
+  readonly #b: number;
+
+  constructor(docs: readonly T[], fields: (doc: T) => WeightedField[], options: Bm25Options = {}) {
+    this.#docs = docs;
+    this.#k1 = options.k1 ?? 1.2;
+    this.#b = options.b ?? 0.75;
+    this.#termFrequencies = docs.map((doc) => {
+      const frequencies = new Map<string, number>();
+      for (const field of fields(doc)) {
+        for (const term of tokenize(field.text)) {
+          frequencies.set(term, (frequencies.get(term) ?? 0) + field.weight);
+        }
+      }
+      return frequencies;
+    });
+    this.#lengths = this.#termFrequencies.map((tf) => [...tf.values()].reduce((sum, n) => sum + n, 0));
+    for (const frequencies of this.#termFrequencies) {
+      for (const term of frequencies.keys()) {
+        this.#documentFrequency.set(term, (this.#documentFrequency.get(term) ?? 0) + 1);
+      }
+    }
+    this.#averageLength = this.#lengths.reduce((sum, n) => sum + n, 0) / Math.max(1, docs.length);
+  }
+
+  /** Inverse document frequency, the non-negative BM25 form: ln(1 + (N − n + 0.5)/(n + 0.5)). */
+  idf(term: string): number {
+    const n = this.#documentFrequency.get(term) ?? 0;
+    return Math.log(1 + (this.#docs.length - n + 0.5) / (n + 0.5));
+  }
+
+  /** Score of every document for the query (0 where no query term occurs), in document order. */
+  scores(query: string): number[] {
+    const terms = [...new Set(tokenize(query))];
+    return this.#termFrequencies.map((frequencies, index) => {
+      const norm = this.#k1 * (1 - this.#b + (this.#b * (this.#lengths[index] ?? 0)) / this.#averageLength);
+      let score = 0;
+      for (const term of terms) {
+        const tf = frequencies.get(term);
+        if (tf) score += (this.idf(term) * tf * (this.#k1 + 1)) / (tf + norm);
+      }
+      return score;
+    });
+  }
+
+  /**
+   * Documents that contain at least one query term, best first. Scores are rounded to `decimals`
+   * before ranking, so documents whose shown scores are equal keep document order.
+   */
+  search(query: string, include: (doc: T) => boolean = () => true, decimals = 3): Ranked<T>[] {
+    const scale = 10 ** decimals;
+    const scores = this.scores(query);
+    return this.#docs
+      .map((doc, index) => ({ doc, score: Math.round((scores[index] ?? 0) * scale) / scale, index }))
+      .filter((hit) => hit.score > 0 && include(hit.doc))
+      .sort((a, b) => b.score - a.score || a.index - b.index)
+      .map(({ doc, score }) => ({ doc, score }));
+  }
+}
