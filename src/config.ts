@@ -43,6 +43,10 @@ const EnvSchema = z.object({
   DATA_DIR: optional(z.string()).default("./var"),
   DATABASE_URL: optional(z.string()),
   TED_API_URL: optional(httpUrl).default("https://api.ted.europa.eu/v3/notices/search"),
+  TED_CACHE_TTL_MS: optional(z.coerce.number().int().min(0).max(86_400_000)).default(600_000),
+  TED_MAX_IN_FLIGHT: optional(z.coerce.number().int().min(1).max(64)).default(4),
+  TED_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(10_000),
+  TED_RETRY_BASE_MS: optional(z.coerce.number().int().min(0).max(60_000)).default(500),
   LOG_LEVEL: optional(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
   SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number().int().min(0).max(600_000)).default(15_000),
 });
@@ -75,6 +79,8 @@ export interface Config {
   dataDir: string;
   sqlitePath: string;
   tedApiUrl: string;
+  /** Tender shortlist upstream: cache TTL (0 = no cache, single flight only), bound on calls in flight, timeout, backoff. */
+  ted: { cacheTtlMs: number; maxInFlight: number; timeoutMs: number; retryBaseMs: number };
   logLevel: string;
   shutdownTimeoutMs: number;
 }
@@ -168,6 +174,12 @@ export function loadConfig(
     dataDir,
     sqlitePath,
     tedApiUrl: e.TED_API_URL,
+    ted: {
+      cacheTtlMs: e.TED_CACHE_TTL_MS,
+      maxInFlight: e.TED_MAX_IN_FLIGHT,
+      timeoutMs: e.TED_TIMEOUT_MS,
+      retryBaseMs: e.TED_RETRY_BASE_MS,
+    },
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };
