@@ -10,17 +10,18 @@ export const RANKING_MODES = ["bestFit", "deadlineSoonest", "highestValue"] as c
 
 const isoDate = z.iso.date({ error: "must be a date in YYYY-MM-DD form" });
 
+// `abort` stops at the first failed check, so a field gets one error, not one per rule it breaks.
 const searchTerm = z
   .string()
-  .min(1)
-  .max(100)
+  .min(1, { abort: true })
+  .max(100, { abort: true })
   .refine((text) => searchableText(text) !== "", {
     error: "must contain a letter or a digit (quotes, wildcards and backslashes are not searched)",
   });
 
 const countryCode = z
   .string()
-  .regex(/^[A-Z]{3}$/, "must be an upper-case ISO 3166-1 alpha-3 code such as DEU")
+  .regex(/^[A-Z]{3}$/, { message: "must be an upper-case ISO 3166-1 alpha-3 code such as DEU", abort: true })
   .refine((code) => ALPHA3.has(code), { error: "is not an ISO 3166-1 alpha-3 country code" });
 
 const cpvCode = z
