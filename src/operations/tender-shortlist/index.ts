@@ -99,7 +99,7 @@ const common = {
           deadline: "2026-11-04T22:59:59Z",
           estimatedValue: null,
           currency: null,
-          fitScore: 55,
+          fitScore: 67,
           fitReasons: [
             '+20: "software" appears in the title',
             "+12: CPV 72000000 falls under the requested prefix 72",
