@@ -1,5 +1,6 @@
-import Ajv2020 from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
+// ajv comes with @redocly/openapi-core and @x402/extensions (not a direct dependency of this package).
+import { Ajv2020 } from "ajv/dist/2020.js";
+import ajvFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
@@ -19,7 +20,8 @@ import {
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 
 const PRICE = 150_000n; // USD 0.15 in USDC atomic units
-const COMPETITION = "notice-type IN (cn-standard cn-social cn-desg pin-cfc-standard pin-cfc-social qu-sy subco)";
+const COMPETITION =
+  "notice-type IN (cn-standard cn-social cn-desg pin-cfc-standard pin-cfc-social qu-sy subco)";
 const SORT = " SORT BY publication-date DESC";
 
 /** The response and tender objects of SPEC.md ("Tender shortlist response", "Tender notice"), as JSON Schema. */
@@ -63,10 +65,14 @@ const SPEC_RESPONSE_SCHEMA = {
 };
 
 const ajv = new Ajv2020({ allErrors: true, strict: true });
-addFormats(ajv);
+ajvFormats.default(ajv);
 const validateSpecResponse = ajv.compile(SPEC_RESPONSE_SCHEMA);
 const specErrors = (body: unknown) =>
-  validateSpecResponse(body) ? [] : (validateSpecResponse.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
+  validateSpecResponse(body)
+    ? []
+    : (validateSpecResponse.errors ?? []).map(
+        (e: { instancePath: string; message?: string }) => `${e.instancePath} ${e.message}`,
+      );
 
 describe("tender-shortlist on the local chain against a TED stand-in", () => {
   // A frozen clock near the real time (payments and leases read it too); the recordings are moved to it.
@@ -115,7 +121,17 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
       generatedAt: "2026-11-21T09:00:00Z",
       query: "q",
       count: 1,
-      tenders: [{ noticeId: "1-2026", title: "t", fitScore: 50, fitReasons: [], risks: [], sourceUrl: "https://ted.europa.eu/x", extra: 1 }],
+      tenders: [
+        {
+          noticeId: "1-2026",
+          title: "t",
+          fitScore: 50,
+          fitReasons: [],
+          risks: [],
+          sourceUrl: "https://ted.europa.eu/x",
+          extra: 1,
+        },
+      ],
       stats: { pages: 1, scanned: 1, dropped: 0, duplicates: 0 },
     };
     expect(specErrors(valid)).toEqual([]);
@@ -127,7 +143,10 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
   });
 
   // Every recorded TED answer, each for a request whose expert query the stand-in checks.
-  const CASES: Record<FixtureName, { request: (shift: number) => Record<string, unknown>; query: (shift: number) => string }> = {
+  const CASES: Record<
+    FixtureName,
+    { request: (shift: number) => Record<string, unknown>; query: (shift: number) => string }
+  > = {
     "search-response-01.json": {
       request: () => ({ query: "software", countries: ["SWE"], maxResults: 3 }),
       query: () => `FT~"software" AND buyer-country IN (SWE) AND ${COMPETITION}${SORT}`,
@@ -138,49 +157,83 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
         `(FT~"szpital" OR FT~"parking") AND buyer-country IN (POL) AND classification-cpv IN (45110000) AND ${COMPETITION}${SORT}`,
     },
     "search-response-03.json": {
-      request: () => ({ query: "software", countries: ["AUT"], cpvCodes: ["72"], rankingMode: "deadlineSoonest" }),
-      query: () => `FT~"software" AND buyer-country IN (AUT) AND classification-cpv=72* AND ${COMPETITION}${SORT}`,
+      request: () => ({
+        query: "software",
+        countries: ["AUT"],
+        cpvCodes: ["72"],
+        rankingMode: "deadlineSoonest",
+      }),
+      query: () =>
+        `FT~"software" AND buyer-country IN (AUT) AND classification-cpv=72* AND ${COMPETITION}${SORT}`,
     },
     "search-response-04.json": {
-      request: (shift) => ({ deadlineAfter: shiftDay("2026-10-01", shift), minValue: 1_000_000, rankingMode: "highestValue" }),
-      query: (shift) => `deadline-receipt-tender-date-lot>=${shiftDay("2026-10-01", shift).replaceAll("-", "")} AND ${COMPETITION}${SORT}`,
+      request: (shift) => ({
+        deadlineAfter: shiftDay("2026-10-01", shift),
+        minValue: 1_000_000,
+        rankingMode: "highestValue",
+      }),
+      query: (shift) =>
+        `deadline-receipt-tender-date-lot>=${shiftDay("2026-10-01", shift).replaceAll("-", "")} AND ${COMPETITION}${SORT}`,
     },
     "search-request-and-pages-05.json": {
-      request: (shift) => ({ cpvCodes: ["09", "31", "45231", "71314"], publishedAfter: shiftDay("2026-09-09", shift), maxResults: 30 }),
+      request: (shift) => ({
+        cpvCodes: ["09", "31", "45231", "71314"],
+        publishedAfter: shiftDay("2026-09-09", shift),
+        maxResults: 30,
+      }),
       // TED's own recorded request, with its date moved like the data, plus the competition filter.
       query: (shift) =>
         `${readFixture("search-request-and-pages-05.json").request?.query.replace("20260909", shiftDay("2026-09-09", shift).replaceAll("-", ""))} AND ${COMPETITION}${SORT}`,
     },
   };
 
-  it.each(FIXTURE_NAMES)("replays %s: sends the expected expert query, answers per SPEC.md, charges once", async (name) => {
-    replay(name);
-    const shift = shiftFor(name, NOW);
-    const before = ted.requests.length;
-    const { response, json, charged, received } = await paidPost(CASES[name].request(shift));
-    expect(response.status).toBe(200);
-    expect(specErrors(json)).toEqual([]);
-    const sent = ted.requests.slice(before);
-    expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ query: CASES[name].query(shift), page: 1, limit: 100, scope: "ACTIVE", paginationMode: "PAGE_NUMBER" });
-    expect(ted.userAgents.at(-1)).toMatch(/^utility402\/1\.0 \(tender-shortlist; \+http:\/\/127\.0\.0\.1:\d+\)$/);
-    expect(json.query).toBe(CASES[name].query(shift));
-    const scanned = readFixture(name).pages.reduce((total, page) => total + page.notices.length, 0);
-    expect(json.stats.scanned).toBe(scanned);
-    expect(json.stats.pages).toBe(1);
-    expect(json.count).toBe(json.tenders.length);
-    expect(json.count).toBeLessThanOrEqual(scanned - json.stats.dropped - json.stats.duplicates);
-    for (const tender of json.tenders) expect(tender.sourceUrl).toBe(`https://ted.europa.eu/en/notice/-/detail/${tender.noticeId}`);
-    expect(charged).toBe(PRICE);
-    expect(received).toBe(PRICE);
-    expect(paymentReceipt(response)).toMatchObject({ success: true, network: "eip155:8453" });
-  });
+  it.each(FIXTURE_NAMES)(
+    "replays %s: sends the expected expert query, answers per SPEC.md, charges once",
+    async (name) => {
+      replay(name);
+      const shift = shiftFor(name, NOW);
+      const before = ted.requests.length;
+      const { response, json, charged, received } = await paidPost(CASES[name].request(shift));
+      expect(response.status).toBe(200);
+      expect(specErrors(json)).toEqual([]);
+      const sent = ted.requests.slice(before);
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatchObject({
+        query: CASES[name].query(shift),
+        page: 1,
+        limit: 100,
+        scope: "ACTIVE",
+        paginationMode: "PAGE_NUMBER",
+      });
+      expect(ted.userAgents.at(-1)).toMatch(
+        /^utility402\/1\.0 \(tender-shortlist; \+http:\/\/127\.0\.0\.1:\d+\)$/,
+      );
+      expect(json.query).toBe(CASES[name].query(shift));
+      const scanned = readFixture(name).pages.reduce((total, page) => total + page.notices.length, 0);
+      expect(json.stats.scanned).toBe(scanned);
+      expect(json.stats.pages).toBe(1);
+      expect(json.count).toBe(json.tenders.length);
+      expect(json.count).toBeLessThanOrEqual(scanned - json.stats.dropped - json.stats.duplicates);
+      for (const tender of json.tenders)
+        expect(tender.sourceUrl).toBe(`https://ted.europa.eu/en/notice/-/detail/${tender.noticeId}`);
+      expect(charged).toBe(PRICE);
+      expect(received).toBe(PRICE);
+      expect(paymentReceipt(response)).toMatchObject({ success: true, network: "eip155:8453" });
+    },
+  );
 
   it("normalises a recorded notice end to end (fixture 03): UTC deadline, English title, reasons and risks", async () => {
     replay("search-response-03.json", 21);
     // Not the query of the replay above, which the cache would answer with data 21 days younger.
-    const { json } = await paidPost({ query: "software", countries: ["AUT", "DEU"], cpvCodes: ["72"], maxResults: 1 });
-    const deadline = new Date(`${shiftDay("2026-11-04", shiftFor("search-response-03.json", NOW, 21))}T22:59:59Z`);
+    const { json } = await paidPost({
+      query: "software",
+      countries: ["AUT", "DEU"],
+      cpvCodes: ["72"],
+      maxResults: 1,
+    });
+    const deadline = new Date(
+      `${shiftDay("2026-11-04", shiftFor("search-response-03.json", NOW, 21))}T22:59:59Z`,
+    );
     const days = Math.floor((deadline.getTime() - NOW.getTime()) / 86_400_000);
     expect(json.tenders).toEqual([
       {
@@ -220,7 +273,10 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
     answer = () => ({ body: pages[0], delayMs: 300 });
     const body = { query: "digitalisierung", countries: ["AUT"] };
     const before = ted.requests.length;
-    const concurrent = await Promise.all([payer.fetch(url(), jsonPost(body)), createPayer(devPrivateKey(5)).fetch(url(), jsonPost(body))]);
+    const concurrent = await Promise.all([
+      payer.fetch(url(), jsonPost(body)),
+      createPayer(devPrivateKey(5)).fetch(url(), jsonPost(body)),
+    ]);
     expect(concurrent.map((response) => response.status)).toEqual([200, 200]);
     expect(ted.requests.length - before).toBe(1);
     const [first, second] = await Promise.all(concurrent.map((response) => response.json()));
@@ -239,7 +295,13 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
 
   it("the GET form takes repeated and comma-separated arrays, costs the same and answers the same", async () => {
     replay("search-response-03.json");
-    const body = { query: "kentico", countries: ["AUT", "DEU"], cpvCodes: ["72", "48"], maxResults: 5, rankingMode: "bestFit" };
+    const body = {
+      query: "kentico",
+      countries: ["AUT", "DEU"],
+      cpvCodes: ["72", "48"],
+      maxResults: 5,
+      rankingMode: "bestFit",
+    };
     const post = await paidPost(body);
     expect(post.response.status).toBe(200);
     const getUrl = `${url()}?query=kentico&countries=AUT&countries=DEU&cpvCodes=72,48&maxResults=5&rankingMode=bestFit`;
@@ -260,26 +322,31 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
     ["no answer within the timeout", () => ({ hang: true }), "no answer within 400 ms after 4 attempts"],
     ["an answer that is not JSON", () => ({ body: "<html>maintenance</html>" }), "not JSON"],
     ["an answer of an unexpected shape", () => ({ body: { hits: [] } }), "unexpected answer shape"],
-  ])("TED failing with %s is a 502 problem, and the payer's balance on chain is unchanged", async (_, failure, detail) => {
-    answer = failure as () => StandInAnswer;
-    const before = ted.requests.length;
-    const { response, json, charged, received } = await paidPost({ query: `outage ${detail}` });
-    expect(response.status).toBe(502);
-    expect(response.headers.get("content-type")).toContain("application/problem+json");
-    expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
-    expect(json).toMatchObject({ status: 502, type: "urn:utility402:problem:upstream-unavailable" });
-    expect(json.detail).toContain(detail);
-    expect(ted.requests.length - before).toBe(4);
-    expect(charged).toBe(0n);
-    expect(received).toBe(0n);
-  });
+  ])(
+    "TED failing with %s is a 502 problem, and the payer's balance on chain is unchanged",
+    async (_, failure, detail) => {
+      answer = failure as () => StandInAnswer;
+      const before = ted.requests.length;
+      const { response, json, charged, received } = await paidPost({ query: `outage ${detail}` });
+      expect(response.status).toBe(502);
+      expect(response.headers.get("content-type")).toContain("application/problem+json");
+      expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
+      expect(json).toMatchObject({ status: 502, type: "urn:utility402:problem:upstream-unavailable" });
+      expect(json.detail).toContain(detail);
+      expect(ted.requests.length - before).toBe(4);
+      expect(charged).toBe(0n);
+      expect(received).toBe(0n);
+    },
+  );
 
   it.each(INVALID_FIELDS)("POST: %s is a 400 at its pointer before any payment", async (_, body, pointer) => {
     const before = ted.requests.length;
     for (const response of [await fetch(url(), jsonPost(body)), await payer.fetch(url(), jsonPost(body))]) {
       expect(response.status).toBe(400);
       expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
-      expect((await response.json()).errors.map((error: { pointer: string }) => error.pointer)).toEqual([pointer]);
+      expect((await response.json()).errors.map((error: { pointer: string }) => error.pointer)).toEqual([
+        pointer,
+      ]);
     }
     expect(ted.requests.length).toBe(before);
   });
@@ -303,7 +370,9 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
     const response = await fetch(`${url()}?${toQueryString(body)}`);
     expect(response.status).toBe(400);
     expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
-    expect((await response.json()).errors.map((error: { pointer: string }) => error.pointer)).toEqual([pointer]);
+    expect((await response.json()).errors.map((error: { pointer: string }) => error.pointer)).toEqual([
+      pointer,
+    ]);
   });
 
   it("GET: a parameter given twice that takes one value is a 400", async () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { buildExpertQuery, searchableText, splitCpvCodes } from "./expert-query.ts";
 import { TenderShortlistRequest } from "./schema.ts";
 
-const COMPETITION = "notice-type IN (cn-standard cn-social cn-desg pin-cfc-standard pin-cfc-social qu-sy subco)";
+const COMPETITION =
+  "notice-type IN (cn-standard cn-social cn-desg pin-cfc-standard pin-cfc-social qu-sy subco)";
 const SORT = " SORT BY publication-date DESC";
 
 /** The query with every quoted phrase replaced by a placeholder: what is left is the query's structure. */
@@ -34,17 +35,22 @@ describe("the TED expert query", () => {
   });
 
   it("renders CPV prefixes the way TED's own recorded request does (fixture 05)", () => {
-    const query = buildExpertQuery({ cpvCodes: ["09", "31", "45231", "71314"], publishedAfter: "2026-09-09" });
-    expect(query.startsWith(
-      "(classification-cpv=09* OR classification-cpv=31* OR classification-cpv=45231* OR classification-cpv=71314*) AND publication-date>=20260909",
-    )).toBe(true);
+    const query = buildExpertQuery({
+      cpvCodes: ["09", "31", "45231", "71314"],
+      publishedAfter: "2026-09-09",
+    });
+    expect(
+      query.startsWith(
+        "(classification-cpv=09* OR classification-cpv=31* OR classification-cpv=45231* OR classification-cpv=71314*) AND publication-date>=20260909",
+      ),
+    ).toBe(true);
   });
 
   it("a term with quotes, operators or wildcards stays one phrase: it can neither break nor widen the query", () => {
     const hostile = [
       'robot" OR FT~"*',
       'x") OR (buyer-country IN (FRA',
-      "\\\" OR notice-type=can-standard OR \\\"",
+      '\\" OR notice-type=can-standard OR \\"',
       "*",
       "AND OR NOT",
     ];
@@ -61,6 +67,9 @@ describe("the TED expert query", () => {
     expect(buildExpertQuery({ countries: ["DEU", "DEU"], keywords: ["a b", " a  b "] })).toBe(
       `FT~"a b" AND buyer-country IN (DEU) AND ${COMPETITION}${SORT}`,
     );
-    expect(splitCpvCodes(["72000000-5", "72000000", "72", "72*"])).toEqual({ exact: ["72000000"], prefixes: ["72"] });
+    expect(splitCpvCodes(["72000000-5", "72000000", "72", "72*"])).toEqual({
+      exact: ["72000000"],
+      prefixes: ["72"],
+    });
   });
 });

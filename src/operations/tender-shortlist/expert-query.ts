@@ -80,7 +80,8 @@ export function buildExpertQuery(input: QueryInput): string {
   if (input.publishedAfter) clauses.push(`publication-date>=${tedDate(input.publishedAfter)}`);
   if (input.publishedBefore) clauses.push(`publication-date<=${tedDate(input.publishedBefore)}`);
   if (input.deadlineAfter) clauses.push(`deadline-receipt-tender-date-lot>=${tedDate(input.deadlineAfter)}`);
-  if (input.deadlineBefore) clauses.push(`deadline-receipt-tender-date-lot<=${tedDate(input.deadlineBefore)}`);
+  if (input.deadlineBefore)
+    clauses.push(`deadline-receipt-tender-date-lot<=${tedDate(input.deadlineBefore)}`);
   clauses.push(`notice-type IN (${COMPETITION_NOTICE_TYPES.join(" ")})`);
   return `${clauses.join(" AND ")} SORT BY publication-date DESC`;
 }

@@ -1,4 +1,8 @@
-import { defineOperation, type OperationEnvironment, type StartedOperation } from "../../catalog/operation.ts";
+import {
+  defineOperation,
+  type OperationEnvironment,
+  type StartedOperation,
+} from "../../catalog/operation.ts";
 import { buildExpertQuery } from "./expert-query.ts";
 import { fetchNotices } from "./fetch-notices.ts";
 import {

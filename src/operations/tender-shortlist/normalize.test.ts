@@ -14,7 +14,9 @@ describe("reading a TED notice", () => {
   it("turns TED's offset days into UTC instants: end of the day without a time, the lot's time with one", () => {
     expect(deadlineInstant("2026-11-04+01:00")?.toISOString()).toBe("2026-11-04T22:59:59.000Z");
     expect(deadlineInstant("2026-09-14+02:00")?.toISOString()).toBe("2026-09-14T21:59:59.000Z");
-    expect(deadlineInstant("2026-11-04+01:00", "10:00:00+01:00")?.toISOString()).toBe("2026-11-04T09:00:00.000Z");
+    expect(deadlineInstant("2026-11-04+01:00", "10:00:00+01:00")?.toISOString()).toBe(
+      "2026-11-04T09:00:00.000Z",
+    );
     expect(deadlineInstant("2026-11-04+01:00", "12:30")?.toISOString()).toBe("2026-11-04T11:30:00.000Z");
     expect(deadlineInstant("2026-11-04Z")?.toISOString()).toBe("2026-11-04T23:59:59.000Z");
     expect(deadlineInstant("4 November")).toBeNull();
@@ -46,7 +48,9 @@ describe("reading a TED notice", () => {
     const polish = recorded("search-response-02.json", "645567-2026");
     expect(polish.titleLanguage).toBe("pol");
     expect(polish.title?.startsWith("Polska – Roboty w zakresie burzenia")).toBe(true);
-    expect(decodeEntities("Falu Energi &amp; Vatten &#246; &#xE4; &unknown;")).toBe("Falu Energi & Vatten ö ä &unknown;");
+    expect(decodeEntities("Falu Energi &amp; Vatten &#246; &#xE4; &unknown;")).toBe(
+      "Falu Energi & Vatten ö ä &unknown;",
+    );
     const notice = normalizeNotice({
       "publication-number": "1-2026",
       "title-proc": { fra: "Nettoyage des locaux" },
@@ -64,8 +68,14 @@ describe("reading a TED notice", () => {
   });
 
   it("takes the value from the procedure, else the sum of the lots, else the total; never sums currencies", () => {
-    expect(recorded("search-response-04.json", "612350-2026").value).toEqual({ amount: 700_000_000, currency: "EUR" });
-    expect(recorded("search-response-01.json", "450106-2026").value).toEqual({ amount: 18_000_000, currency: "SEK" });
+    expect(recorded("search-response-04.json", "612350-2026").value).toEqual({
+      amount: 700_000_000,
+      currency: "EUR",
+    });
+    expect(recorded("search-response-01.json", "450106-2026").value).toEqual({
+      amount: 18_000_000,
+      currency: "SEK",
+    });
     expect(recorded("search-request-and-pages-05.json", "619343-2026").value).toEqual({
       amount: 1_678_875,
       currency: "CZK",
@@ -89,7 +99,10 @@ describe("reading a TED notice", () => {
       "total-value": 90000,
       "total-value-cur": ["EUR"],
     });
-    expect(fallback).toMatchObject({ value: { amount: 90000, currency: "EUR" }, mixedCurrencies: ["EUR", "SEK"] });
+    expect(fallback).toMatchObject({
+      value: { amount: 90000, currency: "EUR" },
+      mixedCurrencies: ["EUR", "SEK"],
+    });
   });
 
   it("names framework agreements from the field or the title, and counts lots", () => {
@@ -100,19 +113,27 @@ describe("reading a TED notice", () => {
       "identifier-lot": ["LOT-0001", "LOT-0002", "LOT-0001"],
     });
     expect(declared).toMatchObject({ frameworkAgreement: "field", lotCount: 2 });
-    expect(normalizeNotice({ "publication-number": "7-2026", "framework-agreement-lot": ["none"] }).frameworkAgreement).toBeNull();
+    expect(
+      normalizeNotice({ "publication-number": "7-2026", "framework-agreement-lot": ["none"] })
+        .frameworkAgreement,
+    ).toBeNull();
   });
 
   it("links the official notice page: TED's English page, else one built from the publication number", () => {
-    expect(normalizeNotice({ "publication-number": "8-2026", links: { html: { ENG: "https://evil.example/x" } } }).sourceUrl).toBe(
-      "https://ted.europa.eu/en/notice/-/detail/8-2026",
-    );
+    expect(
+      normalizeNotice({ "publication-number": "8-2026", links: { html: { ENG: "https://evil.example/x" } } })
+        .sourceUrl,
+    ).toBe("https://ted.europa.eu/en/notice/-/detail/8-2026");
   });
 
   it("gives versions of one procedure one key: procedure id, notice id, else buyer and own-language title", () => {
     const [call, award] = ["557381-2026", "645567-2026"].map((id) => recorded("search-response-02.json", id));
     expect(call?.procedureKey).toBe(award?.procedureKey);
-    expect(normalizeNotice({ "publication-number": "9-2026", "procedure-identifier": "abc" }).procedureKey).toBe("procedure:abc");
-    expect(normalizeNotice({ "publication-number": "9-2026", "notice-identifier": "n1" }).procedureKey).toBe("notice:n1");
+    expect(
+      normalizeNotice({ "publication-number": "9-2026", "procedure-identifier": "abc" }).procedureKey,
+    ).toBe("procedure:abc");
+    expect(normalizeNotice({ "publication-number": "9-2026", "notice-identifier": "n1" }).procedureKey).toBe(
+      "notice:n1",
+    );
   });
 });

@@ -62,7 +62,8 @@ const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"'
 /** TED passes some buyer names through with HTML entities ("Falu Energi &amp; Vatten"). */
 export function decodeEntities(text: string): string {
   return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, entity: string) => {
-    if (entity.startsWith("#x") || entity.startsWith("#X")) return String.fromCodePoint(parseInt(entity.slice(2), 16));
+    if (entity.startsWith("#x") || entity.startsWith("#X"))
+      return String.fromCodePoint(parseInt(entity.slice(2), 16));
     if (entity.startsWith("#")) return String.fromCodePoint(Number(entity.slice(1)));
     return ENTITIES[entity.toLowerCase()] ?? whole;
   });
@@ -142,11 +143,7 @@ function estimatedValue(notice: TedNotice): Pick<NormalizedNotice, "value" | "mi
 const FRAMEWORK_WORDS =
   /framework (?:agreement|contract)|rahmen(?:vertrag|vereinbarung)|raamovereenkomst|accords?[- ]cadres?|accordo quadro|acuerdo marco|acordo[- ]quadro|umow[ay] ramow|ramavtal|rammeaftale|rammeavtale|puitesopimu|ramcov[ae] dohod|keretmegallapodas|acord[- ]cadru|okvirni sporazum|raamleping|pamatnoligum|ramkovo sporazumenie/;
 
-export const foldText = (text: string) =>
-  text
-    .normalize("NFD")
-    .replace(/\p{M}/gu, "")
-    .toLowerCase();
+export const foldText = (text: string) => text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
 
 function frameworkAgreement(notice: TedNotice, titleTexts: string[]): NormalizedNotice["frameworkAgreement"] {
   const declared = strings(notice["framework-agreement-lot"]).map((code) => code.toLowerCase());
@@ -182,9 +179,11 @@ export function normalizeNotice(notice: TedNotice): NormalizedNotice {
   const buyerNames = languageMap(notice["buyer-name"]);
   const officialLanguages = unique(strings(notice["official-language"]).map((code) => code.toLowerCase()));
   // The buyer writes in the notice's official language(s); TED adds machine translations of the title.
-  const buyerLanguages = unique([...officialLanguages, ...buyerNames.keys(), ...procedureTitles.keys()]).filter(
-    (language) => language !== "mul",
-  );
+  const buyerLanguages = unique([
+    ...officialLanguages,
+    ...buyerNames.keys(),
+    ...procedureTitles.keys(),
+  ]).filter((language) => language !== "mul");
   const preferences = ["eng", ...buyerLanguages];
   const title = pick(noticeTitles, preferences) ?? pick(procedureTitles, preferences);
   const titleTexts = [...noticeTitles.values(), ...procedureTitles.values()].flat();
@@ -194,7 +193,12 @@ export function normalizeNotice(notice: TedNotice): NormalizedNotice {
   const days = strings(notice["deadline-receipt-tender-date-lot"]);
   const times = strings(notice["deadline-receipt-tender-time-lot"]);
   const deadlines = days
-    .map((day, index) => deadlineInstant(day, times.length === days.length ? times[index] : times.length === 1 ? times[0] : undefined))
+    .map((day, index) =>
+      deadlineInstant(
+        day,
+        times.length === days.length ? times[index] : times.length === 1 ? times[0] : undefined,
+      ),
+    )
     .filter((instant): instant is Date => instant !== null)
     .sort((a, b) => a.getTime() - b.getTime());
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { zodIssuesToFieldErrors } from "../../problem.ts";
 import { INVALID_FIELDS } from "../../../test/fixtures/ted/invalid-requests.ts";
+import { zodIssuesToFieldErrors } from "../../problem.ts";
 import { TenderShortlistRequest } from "./schema.ts";
 
 const errors = (input: unknown) => {

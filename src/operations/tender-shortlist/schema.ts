@@ -49,7 +49,8 @@ export const TenderShortlistRequest = z
       .max(10)
       .optional()
       .meta({
-        description: "Further terms; a notice must contain at least one of them. Each is searched as a phrase.",
+        description:
+          "Further terms; a notice must contain at least one of them. Each is searched as a phrase.",
         example: ["maintenance", "automation"],
       }),
     countries: z
@@ -67,16 +68,22 @@ export const TenderShortlistRequest = z
       }),
     publishedAfter: isoDate.optional().meta({ description: "Published on or after this day." }),
     publishedBefore: isoDate.optional().meta({ description: "Published on or before this day." }),
-    deadlineAfter: isoDate.optional().meta({ description: "A lot's submission deadline on or after this day." }),
+    deadlineAfter: isoDate
+      .optional()
+      .meta({ description: "A lot's submission deadline on or after this day." }),
     deadlineBefore: isoDate
       .optional()
       .meta({ description: "A lot's submission deadline on or before this day." }),
-    minValue: z.number().min(0).optional().meta({
-      description:
-        "Minimum estimated value in euros (other currencies compared at indicative rates). Notices without a " +
-        "known value are kept, with a risk.",
-      example: 100000,
-    }),
+    minValue: z
+      .number()
+      .min(0)
+      .optional()
+      .meta({
+        description:
+          "Minimum estimated value in euros (other currencies compared at indicative rates). Notices without a " +
+          "known value are kept, with a risk.",
+        example: 100000,
+      }),
     maxResults: z.int().min(1).max(MAX_RESULTS_LIMIT).default(10),
     rankingMode: z.enum(RANKING_MODES).default("bestFit"),
   })
@@ -96,21 +103,21 @@ export type TenderShortlistInput = z.output<typeof TenderShortlistRequest>;
 export const TenderNotice = z
   .looseObject({
     noticeId: z.string().meta({ description: "TED publication number, e.g. 690555-2026." }),
-    title: z.string().meta({ description: "In English when TED has it, else the buyer's language, else any." }),
+    title: z
+      .string()
+      .meta({ description: "In English when TED has it, else the buyer's language, else any." }),
     buyerName: z.string().nullable().optional(),
     buyerCountry: z.string().nullable().optional().meta({ description: "ISO 3166-1 alpha-3." }),
-    deadline: z.iso
-      .datetime()
-      .nullable()
-      .optional()
-      .meta({
-        description:
-          "The earliest lot submission deadline still open, in UTC. A day without a time means the end of that day in the notice's time zone.",
-      }),
+    deadline: z.iso.datetime().nullable().optional().meta({
+      description:
+        "The earliest lot submission deadline still open, in UTC. A day without a time means the end of that day in the notice's time zone.",
+    }),
     estimatedValue: z.number().nullable().optional(),
     currency: z.string().nullable().optional().meta({ description: "ISO 4217 code of estimatedValue." }),
     fitScore: z.number().min(0).max(100),
-    fitReasons: z.array(z.string()).meta({ description: "One sentence per score component, with its points." }),
+    fitReasons: z
+      .array(z.string())
+      .meta({ description: "One sentence per score component, with its points." }),
     risks: z.array(z.string()),
     sourceUrl: z.url().meta({ description: "The official notice page on ted.europa.eu." }),
     noticeType: z.string().nullable().optional(),

@@ -5,10 +5,12 @@ function setup(ttlMs = 1000, maxEntries = 10) {
   let now = 0;
   const cache = new MemorySearchCache<string>({ ttlMs, maxEntries, now: () => now });
   const loads: string[] = [];
-  const load = (key: string, value = `value of ${key}`) => () => {
-    loads.push(key);
-    return new Promise<string>((resolve) => setTimeout(() => resolve(value), 5));
-  };
+  const load =
+    (key: string, value = `value of ${key}`) =>
+    () => {
+      loads.push(key);
+      return new Promise<string>((resolve) => setTimeout(() => resolve(value), 5));
+    };
   return { cache, loads, load, advance: (ms: number) => (now += ms) };
 }
 

@@ -27,7 +27,8 @@ export class MemorySearchCache<T> implements SearchCache<T> {
 
   async getOrLoad(key: string, load: () => Promise<T>): Promise<{ value: T; cached: boolean }> {
     const entry = this.entries.get(key);
-    if (entry && this.options.now() - entry.storedAt < this.options.ttlMs) return { value: entry.value, cached: true };
+    if (entry && this.options.now() - entry.storedAt < this.options.ttlMs)
+      return { value: entry.value, cached: true };
     if (entry) this.entries.delete(key);
     const running = this.loading.get(key);
     if (running) return { value: await running, cached: false };

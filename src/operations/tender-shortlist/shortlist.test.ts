@@ -52,7 +52,10 @@ describe("filtering and stats", () => {
     const result = shortlist(recorded("search-response-03.json", 45));
     expect(result.stats).toEqual({ pages: 1, scanned: 5, dropped: 3, duplicates: 0 });
     expect(ids(result).sort()).toEqual(["683963-2026", "685705-2026"]);
-    const reasons = selectCandidates(recorded("search-response-03.json", 45).map(normalizeNotice), NOW).dropReasons;
+    const reasons = selectCandidates(
+      recorded("search-response-03.json", 45).map(normalizeNotice),
+      NOW,
+    ).dropReasons;
     expect([...reasons.values()]).toEqual(["deadline-passed", "deadline-passed", "deadline-passed"]);
   });
 
@@ -67,17 +70,27 @@ describe("filtering and stats", () => {
     const result = shortlist(recorded("search-response-04.json"), { minValue: 300_000_000 });
     expect(ids(result).sort()).toEqual(["598420-2026", "612350-2026"]);
     expect(result.stats.dropped).toBe(1);
-    expect(tender(result, "598420-2026").risks).toContain("no estimated value published: minValue could not be checked");
+    expect(tender(result, "598420-2026").risks).toContain(
+      "no estimated value published: minValue could not be checked",
+    );
     expect(tender(result, "612350-2026").fitReasons).toContain(
       "+5: estimated value 700,000,000 EUR is at least minValue 300,000,000 EUR",
     );
     // 18,000,000 SEK is about 1.6 million euros.
-    expect(ids(shortlist(recorded("search-response-01.json"), { minValue: 1_000_000 }))).toContain("450106-2026");
-    expect(ids(shortlist(recorded("search-response-01.json"), { minValue: 2_000_000 }))).not.toContain("450106-2026");
+    expect(ids(shortlist(recorded("search-response-01.json"), { minValue: 1_000_000 }))).toContain(
+      "450106-2026",
+    );
+    expect(ids(shortlist(recorded("search-response-01.json"), { minValue: 2_000_000 }))).not.toContain(
+      "450106-2026",
+    );
   });
 
   it("counts the same notice twice and older versions of a procedure as duplicates, keeping the latest", () => {
-    const twice = shortlist([...recorded("search-response-03.json"), ...recorded("search-response-03.json")], {}, 2);
+    const twice = shortlist(
+      [...recorded("search-response-03.json"), ...recorded("search-response-03.json")],
+      {},
+      2,
+    );
     expect(twice.stats).toEqual({ pages: 2, scanned: 10, dropped: 0, duplicates: 5 });
     expect(twice.count).toBe(5);
 
@@ -115,7 +128,10 @@ describe("risks", () => {
 
   it("title not in English, missing buyer, mixed currencies, unknown type, no deadline", () => {
     const result = shortlist([
-      notice("20-2027", { "notice-title": { fra: "Nettoyage des locaux" }, "buyer-name": { fra: ["Ville de Lyon"] } }),
+      notice("20-2027", {
+        "notice-title": { fra: "Nettoyage des locaux" },
+        "buyer-name": { fra: ["Ville de Lyon"] },
+      }),
       notice("21-2027", { "buyer-name": undefined }),
       notice("22-2027", {
         "estimated-value-proc": undefined,
@@ -191,36 +207,57 @@ describe("scoring", () => {
       "+5: estimated value 100,000 EUR is at least minValue 50,000 EUR",
       "+5: a call for competition (pin-cfc-standard) rather than a contract notice",
     ]);
-    const sum = result?.fitReasons.reduce((total, reason) => total + Number(/^\+(\d+):/.exec(reason)?.[1]), 0);
+    const sum = result?.fitReasons.reduce(
+      (total, reason) => total + Number(/^\+(\d+):/.exec(reason)?.[1]),
+      0,
+    );
     expect(result?.fitScore).toBe(sum);
     expect(result?.fitScore).toBe(43);
   });
 
   it("is deterministic for the same data and clock, and within 0-100 for every recorded notice", () => {
-    const all = ["search-response-01.json", "search-response-03.json", "search-response-04.json", "search-request-and-pages-05.json"]
-      .flatMap((name) => recorded(name as FixtureName));
+    const all = [
+      "search-response-01.json",
+      "search-response-03.json",
+      "search-response-04.json",
+      "search-request-and-pages-05.json",
+    ].flatMap((name) => recorded(name as FixtureName));
     const first = shortlist(all, profile);
     expect(shortlist(all, profile)).toEqual(first);
     for (const { fitScore } of first.tenders) {
       expect(fitScore).toBeGreaterThanOrEqual(0);
       expect(fitScore).toBeLessThanOrEqual(100);
     }
-    expect(shortlist([notice("32-2027", { "notice-type": undefined, "estimated-value-proc": undefined, "deadline-receipt-tender-date-lot": undefined })]).tenders[0]?.fitScore).toBe(0);
+    expect(
+      shortlist([
+        notice("32-2027", {
+          "notice-type": undefined,
+          "estimated-value-proc": undefined,
+          "deadline-receipt-tender-date-lot": undefined,
+        }),
+      ]).tenders[0]?.fitScore,
+    ).toBe(0);
   });
 });
 
 describe("ranking", () => {
   const all = () =>
-    (["search-response-01.json", "search-response-03.json", "search-response-04.json", "search-request-and-pages-05.json"] as const).flatMap(
-      (name) => recorded(name),
-    );
+    (
+      [
+        "search-response-01.json",
+        "search-response-03.json",
+        "search-response-04.json",
+        "search-request-and-pages-05.json",
+      ] as const
+    ).flatMap((name) => recorded(name));
 
   it("bestFit: score, then the sooner deadline, then the notice id", () => {
     const tenders = shortlist(all(), { query: "software", cpvCodes: ["72"] }).tenders;
     for (let i = 1; i < tenders.length; i++) {
       const [a, b] = [tenders[i - 1], tenders[i]] as const;
       expect(a?.fitScore).toBeGreaterThanOrEqual(b?.fitScore as number);
-      if (a?.fitScore === b?.fitScore && a?.deadline && b?.deadline) expect(a.deadline <= b.deadline).toBe(true);
+      if (a?.fitScore === b?.fitScore && a?.deadline && b?.deadline)
+        expect(a.deadline <= b.deadline).toBe(true);
     }
     expect(tenders[0]?.noticeId).toBe("688936-2026");
   });
@@ -245,7 +282,15 @@ describe("ranking", () => {
     );
     const withValue = result.tenders.filter((t) => t.estimatedValue !== null).map((t) => t.noticeId);
     // 700M EUR, 265M EUR, 18M SEK (~1.6M EUR), 2M SEK (~182k EUR), 80k EUR, 30M HUF (~77k EUR), 1.68M CZK (~69k EUR)
-    expect(withValue).toEqual(["612350-2026", "609844-2026", "450106-2026", "450523-2026", "41-2027", "40-2027", "619343-2026"]);
+    expect(withValue).toEqual([
+      "612350-2026",
+      "609844-2026",
+      "450106-2026",
+      "450523-2026",
+      "41-2027",
+      "40-2027",
+      "619343-2026",
+    ]);
     expect(ids(result).slice(0, withValue.length)).toEqual(withValue);
   });
 

@@ -47,7 +47,11 @@ const comparableValue = (notice: NormalizedNotice) =>
  * competition, every deadline passed, a known value below `minValue`.
  * scanned = candidates + dropped + duplicates.
  */
-export function selectCandidates(notices: readonly NormalizedNotice[], now: Date, minValue?: number): Selection {
+export function selectCandidates(
+  notices: readonly NormalizedNotice[],
+  now: Date,
+  minValue?: number,
+): Selection {
   let duplicates = 0;
   const latest = new Map<string, NormalizedNotice>();
   const seen = new Set<string>();
@@ -159,7 +163,10 @@ export function scoreNotice(
     const amount = formatAmount(notice.value.amount, notice.value.currency);
     reasons.push([5, `estimated value published (${amount})`]);
     if (input.minValue !== undefined && euros !== undefined) {
-      reasons.push([5, `estimated value ${amount} is at least minValue ${formatAmount(input.minValue, "EUR")}`]);
+      reasons.push([
+        5,
+        `estimated value ${amount} is at least minValue ${formatAmount(input.minValue, "EUR")}`,
+      ]);
     } else if (input.minValue !== undefined) {
       risks.push(`value in ${notice.value.currency ?? "an unknown currency"}: minValue could not be checked`);
     }
@@ -195,7 +202,9 @@ export function scoreNotice(
   }
   if (!notice.buyerName) risks.push("buyer name missing from the notice data");
   if (notice.mixedCurrencies.length > 0) {
-    risks.push(`values in several currencies (${notice.mixedCurrencies.join(", ")}) are not summed: check each lot`);
+    risks.push(
+      `values in several currencies (${notice.mixedCurrencies.join(", ")}) are not summed: check each lot`,
+    );
   }
   const fitScore = Math.min(
     100,
@@ -220,11 +229,18 @@ const ORDER: Record<TenderShortlistInput["rankingMode"], (a: Ranked, b: Ranked) 
 /** Ties end on the notice id, so equal inputs always give the same order. */
 export function rank(items: Ranked[], mode: TenderShortlistInput["rankingMode"]): Ranked[] {
   return [...items].sort(
-    (a, b) => ORDER[mode](a, b) || (a.tender.noticeId < b.tender.noticeId ? -1 : a.tender.noticeId > b.tender.noticeId ? 1 : 0),
+    (a, b) =>
+      ORDER[mode](a, b) ||
+      (a.tender.noticeId < b.tender.noticeId ? -1 : a.tender.noticeId > b.tender.noticeId ? 1 : 0),
   );
 }
 
-export function toTender(notice: NormalizedNotice, deadline: Date | null, input: TenderShortlistInput, now: Date): Tender {
+export function toTender(
+  notice: NormalizedNotice,
+  deadline: Date | null,
+  input: TenderShortlistInput,
+  now: Date,
+): Tender {
   return {
     noticeId: notice.noticeId,
     title: notice.title ?? `TED notice ${notice.noticeId}`,
@@ -250,7 +266,11 @@ export interface FetchedNotices {
 }
 
 /** The answer for one request from the notices fetched for its query (fetched now or cached). */
-export function buildShortlist(fetched: FetchedNotices, input: TenderShortlistInput, now: Date): TenderShortlistOutput {
+export function buildShortlist(
+  fetched: FetchedNotices,
+  input: TenderShortlistInput,
+  now: Date,
+): TenderShortlistOutput {
   const selection = selectCandidates(fetched.notices, now, input.minValue);
   const ranked = rank(
     selection.candidates.map(({ notice, deadline }) => ({

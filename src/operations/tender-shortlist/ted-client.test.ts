@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
+import {
+  fixturePages,
+  type StandInAnswer,
+  startTedStandIn,
+  type TedStandIn,
+} from "../../../test/fixtures/ted/stand-in.ts";
 import { freePort } from "../../../test/helpers/service.ts";
-import { fixturePages, type StandInAnswer, startTedStandIn, type TedStandIn } from "../../../test/fixtures/ted/stand-in.ts";
 import { Problem } from "../../problem.ts";
 import { fetchNotices, MAX_PAGES, PAGE_SIZE } from "./fetch-notices.ts";
 import {
@@ -108,7 +113,9 @@ describe("the TED client", () => {
 
   it("retries network errors and timeouts, then answers 502", async () => {
     const closedPort = await freePort();
-    const refused = await upstreamProblem(clientOf(`http://127.0.0.1:${closedPort}/`).client.searchPage(REQUEST));
+    const refused = await upstreamProblem(
+      clientOf(`http://127.0.0.1:${closedPort}/`).client.searchPage(REQUEST),
+    );
     expect(refused.detail).toMatch(/network error .* after 4 attempts/);
 
     const ted = await serve(() => ({ hang: true }));
@@ -119,7 +126,9 @@ describe("the TED client", () => {
 
   it("treats an answer that is not JSON, or not a search page, as a failure to retry", async () => {
     const html = await serve(() => ({ body: "<html>maintenance</html>" }));
-    expect((await upstreamProblem(clientOf(html.url).client.searchPage(REQUEST))).detail).toContain("not JSON");
+    expect((await upstreamProblem(clientOf(html.url).client.searchPage(REQUEST))).detail).toContain(
+      "not JSON",
+    );
     expect(html.requests).toHaveLength(4);
     await html.close();
 
@@ -130,7 +139,9 @@ describe("the TED client", () => {
       await standIn.close();
     }
     standIn = await startTedStandIn(() => ({ body: { ...PAGE_03, timedOut: true } }));
-    expect((await upstreamProblem(clientOf(standIn.url).client.searchPage(REQUEST))).detail).toContain("timed out");
+    expect((await upstreamProblem(clientOf(standIn.url).client.searchPage(REQUEST))).detail).toContain(
+      "timed out",
+    );
   });
 
   it("does not retry a 4xx refusal of the query", async () => {
@@ -190,8 +201,12 @@ describe("paging through results", () => {
   });
 
   it("stops at the page that reaches totalNoticeCount, and never reads more than MAX_PAGES", async () => {
-    const exact = await serve(() => ({ body: { ...fixturePages("search-response-01.json", NOW)[0], totalNoticeCount: 5 } }));
-    expect((await fetchNotices(clientOf(exact.url).client, "Q", { now: () => NOW, pageSize: 5 })).pages).toBe(1);
+    const exact = await serve(() => ({
+      body: { ...fixturePages("search-response-01.json", NOW)[0], totalNoticeCount: 5 },
+    }));
+    expect((await fetchNotices(clientOf(exact.url).client, "Q", { now: () => NOW, pageSize: 5 })).pages).toBe(
+      1,
+    );
     await exact.close();
 
     standIn = await startTedStandIn(() => ({ body: fixturePages("search-response-01.json", NOW)[0] }));

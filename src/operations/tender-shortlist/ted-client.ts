@@ -156,10 +156,7 @@ export class TedClient {
       );
     }
     if (response.status === 429 || response.status >= 500) {
-      throw new RetryableError(
-        `HTTP ${response.status}`,
-        retryAfterMs(response.headers.get("retry-after")),
-      );
+      throw new RetryableError(`HTTP ${response.status}`, retryAfterMs(response.headers.get("retry-after")));
     }
     if (response.status !== 200) {
       // A 4xx other than 429 is TED refusing this query: retrying cannot help, and the agent's input was
@@ -175,7 +172,9 @@ export class TedClient {
     const page = TedPage.safeParse(body);
     if (!page.success) {
       const issue = page.error.issues[0];
-      throw new RetryableError(`an unexpected answer shape (${issue?.path.join(".") || "body"}: ${issue?.message})`);
+      throw new RetryableError(
+        `an unexpected answer shape (${issue?.path.join(".") || "body"}: ${issue?.message})`,
+      );
     }
     if (page.data.timedOut) throw new RetryableError("a search that timed out upstream");
     return { notices: page.data.notices as TedNotice[], totalNoticeCount: page.data.totalNoticeCount };
