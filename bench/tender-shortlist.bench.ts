@@ -91,8 +91,9 @@ try {
     concurrency: CONCURRENCY,
     callsPerBatch: CONCURRENCY * ROUNDS_PER_BATCH,
     batches: BATCHES,
+    // Equal when every cached call was answered without TED and every cache miss fetched once.
     upstreamFetchesDuringTimedBatches: upstreamFetches,
-    expectedUpstreamFetches: BATCHES * CONCURRENCY * ROUNDS_PER_BATCH,
+    cacheMissCallsDuringTimedBatches: BATCHES * CONCURRENCY * ROUNDS_PER_BATCH,
     cpus: os.availableParallelism(),
     loadAverageAtEnd: os.loadavg().map((load) => Number(load.toFixed(2))),
     method:

@@ -113,6 +113,17 @@ describe("reading a TED notice", () => {
       "identifier-lot": ["LOT-0001", "LOT-0002", "LOT-0001"],
     });
     expect(declared).toMatchObject({ frameworkAgreement: "field", lotCount: 2 });
+    for (const title of [
+      "Rahmenvertrag Reinigung",
+      "Accord-cadre de maintenance",
+      "Рамково споразумение за доставка",
+      "Συμφωνία-πλαίσιο για υπηρεσίες",
+    ]) {
+      expect(
+        normalizeNotice({ "publication-number": "6-2026", "notice-title": { xxx: title } })
+          .frameworkAgreement,
+      ).toBe("title");
+    }
     expect(
       normalizeNotice({ "publication-number": "7-2026", "framework-agreement-lot": ["none"] })
         .frameworkAgreement,

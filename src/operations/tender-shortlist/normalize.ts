@@ -141,7 +141,7 @@ function estimatedValue(notice: TedNotice): Pick<NormalizedNotice, "value" | "mi
  * and case): the search fields do not always carry `framework-agreement-lot`.
  */
 const FRAMEWORK_WORDS =
-  /framework (?:agreement|contract)|rahmen(?:vertrag|vereinbarung)|raamovereenkomst|accords?[- ]cadres?|accordo quadro|acuerdo marco|acordo[- ]quadro|umow[ay] ramow|ramavtal|rammeaftale|rammeavtale|puitesopimu|ramcov[ae] dohod|keretmegallapodas|acord[- ]cadru|okvirni sporazum|raamleping|pamatnoligum|ramkovo sporazumenie/;
+  /framework (?:agreement|contract)|rahmen(?:vertrag|vereinbarung)|raamovereenkomst|accords?[- ]cadres?|accordo quadro|acuerdo marco|acordo[- ]quadro|umow[ay] ramow|ramavtal|rammeaftale|rammeavtale|puitesopimu|ramcov[ae] dohod|keretmegallapodas|acord[- ]cadru|okvirni sporazum|raamleping|pamatnoligum|preliminarioji sutart|рамково споразумение|συμφωνια[ς]?[- ]πλαισιο/;
 
 export const foldText = (text: string) => text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
 
