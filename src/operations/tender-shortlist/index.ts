@@ -19,22 +19,11 @@ import { concurrencyLimit, TedClient } from "./ted-client.ts";
 const CACHE_MAX_ENTRIES = 200;
 const RETRIES = 3;
 
-export interface TenderShortlistDependencies {
-  client: TedClient;
-  cache: SearchCache<FetchedNotices>;
-  now: () => Date;
-  pageSize?: number;
-  maxPages?: number;
-}
-
 /** The whole operation over its clients: query → (cached or single-flight) fetch → shortlist. */
-export function createTenderShortlist(dependencies: TenderShortlistDependencies) {
-  const { client, cache, now } = dependencies;
+function createTenderShortlist(client: TedClient, cache: SearchCache<FetchedNotices>, now: () => Date) {
   return async (input: TenderShortlistInput) => {
     const query = buildExpertQuery(input);
-    const { value } = await cache.getOrLoad(query, () =>
-      fetchNotices(client, query, { now, pageSize: dependencies.pageSize, maxPages: dependencies.maxPages }),
-    );
+    const { value } = await cache.getOrLoad(query, () => fetchNotices(client, query, { now }));
     return { body: buildShortlist(value, input, now()) };
   };
 }
@@ -71,7 +60,7 @@ function bind(env: OperationEnvironment): StartedOperation<TenderShortlistInput,
     now: () => now().getTime(),
   });
   return {
-    handle: createTenderShortlist({ client, cache, now }),
+    handle: createTenderShortlist(client, cache, now),
     catalogDetails: { upstream: "TED Search API v3", cacheTtlSeconds: config.ted.cacheTtlMs / 1000 },
   };
 }

@@ -75,7 +75,7 @@ export interface TedClientOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-export const upstreamUnavailable = (detail: string) =>
+const upstreamUnavailable = (detail: string) =>
   new Problem(
     502,
     "upstream-unavailable",
