@@ -51,6 +51,10 @@ const EnvSchema = z.object({
   ),
   DATABASE_POOL_SIZE: optional(z.coerce.number().int().min(1).max(500)).default(10),
   TED_API_URL: optional(httpUrl).default("https://api.ted.europa.eu/v3/notices/search"),
+  TED_CACHE_TTL_MS: optional(z.coerce.number().int().min(0).max(86_400_000)).default(600_000),
+  TED_MAX_IN_FLIGHT: optional(z.coerce.number().int().min(1).max(64)).default(4),
+  TED_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(10_000),
+  TED_RETRY_BASE_MS: optional(z.coerce.number().int().min(0).max(60_000)).default(500),
   LOG_LEVEL: optional(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
   SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number().int().min(0).max(600_000)).default(15_000),
 });
@@ -84,6 +88,8 @@ export interface Config {
   /** Where the service keeps its state: one SQLite file, or a PostgreSQL database shared by instances. */
   database: { kind: "sqlite"; path: string } | { kind: "postgres"; url: string; poolSize: number };
   tedApiUrl: string;
+  /** Tender shortlist upstream: cache TTL (0 = no cache, single flight only), bound on calls in flight, timeout, backoff. */
+  ted: { cacheTtlMs: number; maxInFlight: number; timeoutMs: number; retryBaseMs: number };
   logLevel: string;
   shutdownTimeoutMs: number;
 }
@@ -177,6 +183,12 @@ export function loadConfig(
     dataDir,
     database,
     tedApiUrl: e.TED_API_URL,
+    ted: {
+      cacheTtlMs: e.TED_CACHE_TTL_MS,
+      maxInFlight: e.TED_MAX_IN_FLIGHT,
+      timeoutMs: e.TED_TIMEOUT_MS,
+      retryBaseMs: e.TED_RETRY_BASE_MS,
+    },
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };

@@ -39,7 +39,8 @@ describe("bad input never reaches payment and always gets problem+json", () => {
   it("a missing body is a 400 where the body is required, and {} where it is optional", async () => {
     const body = await expectProblem(await call("/v1/csv-cleanup", { method: "POST" }), 400);
     expect(body.errors[0].message).toBe("a JSON request body is required");
-    await expectProblem(await call("/v1/tender-shortlist", { method: "POST" }), 501);
+    // Valid (an empty body is {}), so it gets as far as the payment terms.
+    await expectProblem(await call("/v1/tender-shortlist", { method: "POST" }), 402);
   });
 
   it("a body over the limit is a 413", async () => {
@@ -88,7 +89,7 @@ describe("bad input never reaches payment and always gets problem+json", () => {
     expect(body.errors).toEqual([
       { pointer: "/query", message: "given more than once; this parameter takes one value" },
     ]);
-    await expectProblem(await call("/v1/tender-shortlist?countries=DEU&countries=FRA&maxResults=5"), 501);
+    await expectProblem(await call("/v1/tender-shortlist?countries=DEU&countries=FRA&maxResults=5"), 402);
   });
 
   it("a number JSON cannot carry (1e999) is a 400 pointing at it", async () => {

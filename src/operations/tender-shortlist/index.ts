@@ -1,5 +1,71 @@
-import { defineOperation } from "../../catalog/operation.ts";
-import { TenderShortlistRequest, TenderShortlistResponse } from "./schema.ts";
+import {
+  defineOperation,
+  type OperationEnvironment,
+  type StartedOperation,
+} from "../../catalog/operation.ts";
+import { buildExpertQuery } from "./expert-query.ts";
+import { fetchNotices } from "./fetch-notices.ts";
+import {
+  type TenderShortlistInput,
+  type TenderShortlistOutput,
+  TenderShortlistRequest,
+  TenderShortlistResponse,
+} from "./schema.ts";
+import { MemorySearchCache, type SearchCache } from "./search-cache.ts";
+import { buildShortlist, type FetchedNotices } from "./shortlist.ts";
+import { concurrencyLimit, TedClient } from "./ted-client.ts";
+
+/** Distinct queries kept in memory; each holds at most 500 normalised notices. */
+const CACHE_MAX_ENTRIES = 200;
+const RETRIES = 3;
+
+/** The whole operation over its clients: query → (cached or single-flight) fetch → shortlist. */
+function createTenderShortlist(client: TedClient, cache: SearchCache<FetchedNotices>, now: () => Date) {
+  return async (input: TenderShortlistInput) => {
+    const query = buildExpertQuery(input);
+    const { value } = await cache.getOrLoad(query, () => fetchNotices(client, query, { now }));
+    return { body: buildShortlist(value, input, now()) };
+  };
+}
+
+/**
+ * POST and GET are two registry entries of one operation: both forms share one client, one bound on
+ * upstream calls in flight and one cache per running service (its config object).
+ */
+const startedByService = new WeakMap<object, StartedOperation<TenderShortlistInput, TenderShortlistOutput>>();
+
+async function start(env: OperationEnvironment) {
+  let started = startedByService.get(env.config);
+  if (!started) {
+    started = bind(env);
+    startedByService.set(env.config, started);
+  }
+  return started;
+}
+
+function bind(env: OperationEnvironment): StartedOperation<TenderShortlistInput, TenderShortlistOutput> {
+  const { config, now } = env;
+  const client = new TedClient({
+    url: config.tedApiUrl,
+    userAgent: `utility402/1.0 (tender-shortlist; +${config.baseUrl})`,
+    timeoutMs: config.ted.timeoutMs,
+    retries: RETRIES,
+    backoffBaseMs: config.ted.retryBaseMs,
+    maxRetryAfterMs: config.ted.timeoutMs,
+    limit: concurrencyLimit(config.ted.maxInFlight),
+  });
+  const cache = new MemorySearchCache<FetchedNotices>({
+    ttlMs: config.ted.cacheTtlMs,
+    maxEntries: CACHE_MAX_ENTRIES,
+    now: () => now().getTime(),
+  });
+  return {
+    handle: createTenderShortlist(client, cache, now),
+    catalogDetails: { upstream: "TED Search API v3", cacheTtlSeconds: config.ted.cacheTtlMs / 1000 },
+  };
+}
+
+const exampleInput = { query: "software", countries: ["AUT"], cpvCodes: ["72"], maxResults: 1 };
 
 const common = {
   priceUsd: "0.15",
@@ -9,19 +75,57 @@ const common = {
   output: TenderShortlistResponse,
   outputContentType: "application/json",
   example: {
-    input: { query: "robotics", countries: ["DEU"], maxResults: 5 },
+    input: exampleInput,
     output: {
-      generatedAt: "2026-11-21T09:00:00Z",
-      query: "robotics",
-      count: 0,
-      tenders: [],
-      stats: { pages: 1, scanned: 0, dropped: 0, duplicates: 0 },
+      generatedAt: "2026-10-08T09:00:00Z",
+      query:
+        'FT~"software" AND buyer-country IN (AUT) AND classification-cpv=72* AND notice-type IN (cn-standard ' +
+        "cn-social cn-desg pin-cfc-standard pin-cfc-social qu-sy subco) SORT BY publication-date DESC",
+      count: 1,
+      tenders: [
+        {
+          noticeId: "688936-2026",
+          title:
+            "Austria – IT services: consulting, software development, Internet and support – DIGIT- Bereitstellen von diversen IT-Dienstleistungen",
+          buyerName: "Oberösterreichische Gesundheitsholding GmbH und Tochterunternehmen",
+          buyerCountry: "AUT",
+          deadline: "2026-11-04T22:59:59Z",
+          estimatedValue: null,
+          currency: null,
+          fitScore: 67,
+          fitReasons: [
+            '+20: "software" appears in the title',
+            "+12: CPV 72000000 falls under the requested prefix 72",
+            "+10: the buyer is in AUT, a requested country",
+            "+15: 27 days until the deadline (2026-11-04T22:59:59Z)",
+            "+10: a contract notice (cn-standard): an open call for tenders",
+          ],
+          risks: ["no estimated value published", "11 lots: check which lots fit and each lot's conditions"],
+          sourceUrl: "https://ted.europa.eu/en/notice/-/detail/688936-2026",
+          noticeType: "cn-standard",
+          publicationDate: "2026-10-06",
+          cpvCodes: ["72000000", "72262000", "72266000", "72250000", "72253000"],
+          lotCount: 11,
+          languages: ["deu"],
+        },
+      ],
+      stats: { pages: 1, scanned: 5, dropped: 0, duplicates: 0 },
     },
   },
   errorResponses: [
     { status: 502, description: "The official notice upstream (TED) is unavailable; nothing is charged." },
   ],
+  start,
 } as const;
+
+const DESCRIPTION =
+  "Up to 30 current EU procurement notices from TED (Search API v3) that fit a profile: free text, keywords, " +
+  "buyer countries (ISO 3166-1 alpha-3), CPV codes or prefixes, publication and deadline ranges, a minimum " +
+  "value. Only competitions still open (contract notices, calls for competition); awards and past deadlines are " +
+  "dropped, one notice per procedure (the latest). Each tender is normalised (UTC deadline, value and currency, " +
+  "buyer, English title where TED has one) and scored 0-100 with the reason for every point and the risks to " +
+  "check, with the official notice link. Identical queries within 10 minutes are answered from a cache. " +
+  "TED unavailable: 502, never charged.";
 
 export const tenderShortlist = defineOperation({
   ...common,
@@ -29,9 +133,7 @@ export const tenderShortlist = defineOperation({
   method: "POST",
   path: "/v1/tender-shortlist",
   summary: "Shortlist current EU public tenders (TED)",
-  description:
-    "Up to 30 current EU procurement notices from TED that fit a profile, normalised (deadline, value, buyer) " +
-    "and scored 0-100 with reasons, risks and the official notice link.",
+  description: DESCRIPTION,
   inputFrom: "body",
   bodyOptional: true,
 });
@@ -44,6 +146,7 @@ export const tenderShortlistGet = defineOperation({
   summary: "Shortlist current EU public tenders (TED), query-string form",
   description:
     "The GET compatibility form of POST /v1/tender-shortlist: the same fields as query parameters " +
-    "(arrays repeated or comma-separated), the same validation, price and response.",
+    "(arrays repeated or comma-separated: ?countries=DEU&countries=AUT or ?countries=DEU,AUT), the same " +
+    `validation, price and response. ${DESCRIPTION}`,
   inputFrom: "query",
 });

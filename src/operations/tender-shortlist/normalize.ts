@@ -1,0 +1,243 @@
+import type { TedNotice } from "./ted-client.ts";
+
+/** A TED notice read into plain facts, before any filtering or scoring. */
+export interface NormalizedNotice {
+  noticeId: string;
+  title: string | null;
+  /** ISO 639-2 code of `title` (TED's three-letter language keys, lower case). */
+  titleLanguage: string | null;
+  /** Every title text in every language TED gave (what keyword matches look at). */
+  titleTexts: string[];
+  buyerName: string | null;
+  buyerCountry: string | null;
+  buyerCountries: string[];
+  /** Every lot's submission deadline, earliest first. */
+  deadlines: Date[];
+  value: { amount: number; currency: string | null } | null;
+  /** Currencies of a value source that mixed them (never summed). */
+  mixedCurrencies: string[];
+  sourceUrl: string;
+  noticeType: string | null;
+  formType: string | null;
+  publicationDate: string | null;
+  cpvCodes: string[];
+  lotCount: number | null;
+  languages: string[];
+  frameworkAgreement: "field" | "title" | null;
+  /** Notices with the same key are versions of one procedure. */
+  procedureKey: string;
+  /** Orders versions of one procedure: the greatest is the latest. */
+  versionOrder: [string, number, number, number];
+}
+
+const TED_NOTICE_PAGE = "https://ted.europa.eu/en/notice/-/detail/";
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A field as a list of non-empty strings, whatever its shape (a string, a number, a list). */
+function strings(value: unknown): string[] {
+  const items = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
+  return items
+    .filter((item) => typeof item === "string" || typeof item === "number")
+    .map((item) => String(item).trim())
+    .filter((item) => item !== "");
+}
+
+const unique = <T>(values: readonly T[]) => [...new Set(values)];
+
+/** A language map (`{ eng: "…" }` or `{ eng: ["…"] }`) as language → texts; anything else is empty. */
+function languageMap(value: unknown): Map<string, string[]> {
+  const map = new Map<string, string[]>();
+  if (!isRecord(value)) return map;
+  for (const [language, texts] of Object.entries(value)) {
+    const list = strings(texts).map(decodeEntities);
+    if (list.length > 0) map.set(language.toLowerCase(), list);
+  }
+  return map;
+}
+
+const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " " };
+
+/** TED passes some buyer names through with HTML entities ("Falu Energi &amp; Vatten"). */
+export function decodeEntities(text: string): string {
+  return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, entity: string) => {
+    if (entity.startsWith("#x") || entity.startsWith("#X"))
+      return String.fromCodePoint(parseInt(entity.slice(2), 16));
+    if (entity.startsWith("#")) return String.fromCodePoint(Number(entity.slice(1)));
+    return ENTITIES[entity.toLowerCase()] ?? whole;
+  });
+}
+
+/** The first language present in `preferences`, else the first language of the map. */
+function pick(map: Map<string, string[]>, preferences: readonly string[]): [string, string] | null {
+  for (const language of [...preferences, ...map.keys()]) {
+    const text = map.get(language)?.[0];
+    if (text !== undefined) return [language, text];
+  }
+  return null;
+}
+
+const DATE = /^(\d{4}-\d{2}-\d{2})(Z|[+-]\d{2}:\d{2})?$/;
+const TIME = /^(\d{2}:\d{2}(?::\d{2})?)(Z|[+-]\d{2}:\d{2})?$/;
+
+/**
+ * A TED deadline day (`2026-11-04+01:00`) with the lot's time if TED gives one (`10:00:00+01:00`), as an
+ * instant. A day without a time is the end of that day in the notice's own time zone.
+ */
+export function deadlineInstant(day: string, time?: string): Date | null {
+  const date = DATE.exec(day.trim());
+  if (!date) return null;
+  const [, ymd, dayZone = "Z"] = date;
+  const clock = time ? TIME.exec(time.trim()) : null;
+  const hms = clock ? (clock[1] as string).padEnd(8, ":00").slice(0, 8) : "23:59:59";
+  const zone = clock?.[2] ?? dayZone;
+  const instant = new Date(`${ymd}T${hms}${zone}`);
+  return Number.isNaN(instant.getTime()) ? null : instant;
+}
+
+/** `2026-10-07+02:00` → `2026-10-07` (the day where the notice was published). */
+function calendarDay(value: unknown): string | null {
+  const first = strings(value)[0];
+  const match = first ? DATE.exec(first) : null;
+  return match ? (match[1] as string) : null;
+}
+
+function amounts(value: unknown): number[] {
+  return strings(value)
+    .map(Number)
+    .filter((amount) => Number.isFinite(amount) && amount >= 0);
+}
+
+/**
+ * The estimated value from the most specific source that has one: the procedure's estimate, the sum of
+ * the lots' estimates, the sum of the lot groups', then the total value. A source whose amounts come in
+ * several currencies is not summed: it is reported as mixed and the next source is tried.
+ */
+function estimatedValue(notice: TedNotice): Pick<NormalizedNotice, "value" | "mixedCurrencies"> {
+  const sources: [string, string][] = [
+    ["estimated-value-proc", "estimated-value-cur-proc"],
+    ["estimated-value-lot", "estimated-value-cur-lot"],
+    ["estimated-value-glo", "estimated-value-cur-glo"],
+    ["total-value", "total-value-cur"],
+  ];
+  let mixedCurrencies: string[] = [];
+  for (const [valueField, currencyField] of sources) {
+    const values = amounts(notice[valueField]);
+    if (values.length === 0) continue;
+    const currencies = unique(strings(notice[currencyField]).map((code) => code.toUpperCase()));
+    if (currencies.length > 1) {
+      if (mixedCurrencies.length === 0) mixedCurrencies = currencies;
+      continue;
+    }
+    const amount = values.reduce((sum, part) => sum + part, 0);
+    return { value: { amount, currency: currencies[0] ?? null }, mixedCurrencies };
+  }
+  return { value: null, mixedCurrencies };
+}
+
+/**
+ * Titles that name a framework agreement in the EU languages most notices use (compared without accents
+ * and case): the search fields do not always carry `framework-agreement-lot`.
+ */
+const FRAMEWORK_WORDS =
+  /framework (?:agreement|contract)|rahmen(?:vertrag|vereinbarung)|raamovereenkomst|accords?[- ]cadres?|accordo quadro|acuerdo marco|acordo[- ]quadro|umow[ay] ramow|ramavtal|rammeaftale|rammeavtale|puitesopimu|ramcov[ae] dohod|keretmegallapodas|acord[- ]cadru|okvirni sporazum|raamleping|pamatnoligum|preliminarioji sutart|рамково споразумение|συμφωνια[ς]?[- ]πλαισιο/;
+
+export const foldText = (text: string) => text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
+
+function frameworkAgreement(notice: TedNotice, titleTexts: string[]): NormalizedNotice["frameworkAgreement"] {
+  const declared = strings(notice["framework-agreement-lot"]).map((code) => code.toLowerCase());
+  if (declared.some((code) => code !== "none")) return "field";
+  if (titleTexts.some((text) => FRAMEWORK_WORDS.test(foldText(text)))) return "title";
+  return null;
+}
+
+/** "690555-2026" → [2026, 690555], so numbers compare by year, then sequence. */
+function publicationOrder(noticeId: string): [number, number] {
+  const match = /^(\d+)-(\d{4})$/.exec(noticeId);
+  return match ? [Number(match[2]), Number(match[1])] : [0, 0];
+}
+
+function sourceUrl(notice: TedNotice, noticeId: string): string {
+  const links = notice.links;
+  const html = isRecord(links) && isRecord(links.html) ? links.html.ENG : undefined;
+  if (typeof html === "string") {
+    try {
+      const url = new URL(html);
+      if (url.protocol === "https:" && url.hostname === "ted.europa.eu") return url.href;
+    } catch {
+      // an unreadable link: the official page is known from the publication number
+    }
+  }
+  return TED_NOTICE_PAGE + encodeURIComponent(noticeId);
+}
+
+export function normalizeNotice(notice: TedNotice): NormalizedNotice {
+  const noticeId = String(notice["publication-number"]);
+  const noticeTitles = languageMap(notice["notice-title"]);
+  const procedureTitles = languageMap(notice["title-proc"]);
+  const buyerNames = languageMap(notice["buyer-name"]);
+  const officialLanguages = unique(strings(notice["official-language"]).map((code) => code.toLowerCase()));
+  // The buyer writes in the notice's official language(s); TED adds machine translations of the title.
+  const buyerLanguages = unique([
+    ...officialLanguages,
+    ...buyerNames.keys(),
+    ...procedureTitles.keys(),
+  ]).filter((language) => language !== "mul");
+  const preferences = ["eng", ...buyerLanguages];
+  const title = pick(noticeTitles, preferences) ?? pick(procedureTitles, preferences);
+  const titleTexts = [...noticeTitles.values(), ...procedureTitles.values()].flat();
+  const buyer = pick(buyerNames, preferences);
+  const buyerCountries = unique(strings(notice["buyer-country"]).map((code) => code.toUpperCase()));
+
+  const days = strings(notice["deadline-receipt-tender-date-lot"]);
+  const times = strings(notice["deadline-receipt-tender-time-lot"]);
+  const deadlines = days
+    .map((day, index) =>
+      deadlineInstant(
+        day,
+        times.length === days.length ? times[index] : times.length === 1 ? times[0] : undefined,
+      ),
+    )
+    .filter((instant): instant is Date => instant !== null)
+    .sort((a, b) => a.getTime() - b.getTime());
+
+  const lots = unique(strings(notice["identifier-lot"]));
+  const lotCount = lots.length > 0 ? lots.length : days.length > 0 ? days.length : null;
+
+  // Versions of one notice share its identifier; notices of one procedure share the procedure's. Without
+  // either (fields TED leaves out), the buyer and the title in the buyer's language name the procedure.
+  const procedureId = strings(notice["procedure-identifier"])[0];
+  const noticeIdentifier = strings(notice["notice-identifier"])[0];
+  const ownTitle = pick(procedureTitles, buyerLanguages) ?? pick(noticeTitles, buyerLanguages) ?? title;
+  const procedureKey = procedureId
+    ? `procedure:${procedureId}`
+    : noticeIdentifier
+      ? `notice:${noticeIdentifier}`
+      : `buyer-title:${foldText(buyer?.[1] ?? "")}|${foldText(ownTitle?.[1] ?? noticeId)}`;
+
+  const publicationDate = calendarDay(notice["publication-date"]);
+  const version = Number(strings(notice["notice-version"])[0] ?? 0) || 0;
+
+  return {
+    noticeId,
+    title: title?.[1] ?? null,
+    titleLanguage: title?.[0] ?? null,
+    titleTexts,
+    buyerName: buyer?.[1] ?? null,
+    buyerCountry: buyerCountries[0] ?? null,
+    buyerCountries,
+    deadlines,
+    ...estimatedValue(notice),
+    sourceUrl: sourceUrl(notice, noticeId),
+    noticeType: strings(notice["notice-type"])[0]?.toLowerCase() ?? null,
+    formType: strings(notice["form-type"])[0]?.toLowerCase() ?? null,
+    publicationDate,
+    cpvCodes: unique(strings(notice["classification-cpv"]).map((code) => code.replace(/-\d$/, ""))),
+    lotCount,
+    languages: buyerLanguages,
+    frameworkAgreement: frameworkAgreement(notice, titleTexts),
+    procedureKey,
+    versionOrder: [publicationDate ?? "", version, ...publicationOrder(noticeId)],
+  };
+}
