@@ -83,7 +83,7 @@ describe("the utility402 command, as a new user runs it", () => {
         atomicAmount: "2000000",
       },
     ]);
-  });
+  }, 180_000);
 
   it("refuses to start on invalid configuration, one line per problem, exit code 1", async () => {
     const env = { ...baseEnv, PORT: "eighty", PAYMENT_MODE: "self", X402_PAY_TO: "0x1" };

@@ -42,7 +42,7 @@ export function spawnUtility402(args: string[], env: Record<string, string>): Sp
 }
 
 /** Polls `url` until it answers 2xx; fails early with the process output if the process exits. */
-export async function waitFor(url: string, child: ChildProcess, output: () => string, ms = 30_000) {
+export async function waitFor(url: string, child: ChildProcess, output: () => string, ms = 90_000) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`service exited early (${child.exitCode}):\n${output()}`);
