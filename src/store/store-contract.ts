@@ -191,5 +191,35 @@ export function describeStoreContract(
       await store.releaseSettler(account, loser);
       expect(await claim(winner, 40_002)).toEqual({ claimed: true });
     });
+
+    it("shares cache entries and gives one loader per key the claim until it stores, releases or lapses", async () => {
+      expect(await store.getCacheEntry("k")).toBeUndefined();
+      const claims = await Promise.all(
+        ["a", "b", "c"].map((owner) => store.claimCacheLoad("k", owner, 5_000, 1_000)),
+      );
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      const owner = ["a", "b", "c"][claims.indexOf(true)] as string;
+      const other = owner === "a" ? "b" : "a";
+      // A claim alone is not an entry.
+      expect(await store.getCacheEntry("k")).toBeUndefined();
+      expect(await store.claimCacheLoad("k", other, 9_000, 4_999)).toBe(false);
+      await store.putCacheEntry("k", { value: '{"v":1}', storedAt: 2_000 }, 0);
+      expect(await store.getCacheEntry("k")).toEqual({ value: '{"v":1}', storedAt: 2_000 });
+      // Storing ends the claim: the next loader (after the TTL, say) may claim at once.
+      expect(await store.claimCacheLoad("k", other, 9_000, 2_001)).toBe(true);
+      expect(await store.getCacheEntry("k")).toEqual({ value: '{"v":1}', storedAt: 2_000 });
+      await store.releaseCacheLoad("k", owner); // not the holder: no effect
+      expect(await store.claimCacheLoad("k", owner, 9_000, 3_000)).toBe(false);
+      await store.releaseCacheLoad("k", other);
+      expect(await store.claimCacheLoad("k", owner, 9_000, 3_000)).toBe(true);
+      // A lapsed claim may be taken over.
+      expect(await store.claimCacheLoad("k", other, 20_000, 9_000)).toBe(true);
+      // Entries stored before expireBefore go when another entry is stored, unless a load of theirs is claimed.
+      await store.putCacheEntry("old", { value: "1", storedAt: 100 }, 0);
+      await store.putCacheEntry("new", { value: "2", storedAt: 10_000 }, 5_000);
+      expect(await store.getCacheEntry("old")).toBeUndefined();
+      expect(await store.getCacheEntry("k")).toEqual({ value: '{"v":1}', storedAt: 2_000 });
+      expect(await store.getCacheEntry("new")).toEqual({ value: "2", storedAt: 10_000 });
+    });
   });
 }

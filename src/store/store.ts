@@ -88,6 +88,13 @@ export interface SettlerClaim {
 
 export type SettlerClaimResult = { claimed: true } | { claimed: false; holder: string; leaseUntil: number };
 
+/** A value several instances share through the store (the tender search cache). */
+export interface CacheEntry {
+  value: string;
+  /** Epoch ms when it was stored. */
+  storedAt: number;
+}
+
 export type ReserveResult = { reserved: true } | { reserved: false; existing: PaymentRecord };
 
 export interface Store {
@@ -116,6 +123,13 @@ export interface Store {
   claimSettler(claim: SettlerClaim): Promise<SettlerClaimResult>;
   /** Gives the account up at shutdown, so a replacement instance may take it at once. */
   releaseSettler(account: string, instanceId: string): Promise<void>;
+  /** The entry stored under `key`, whatever its age (the caller applies its TTL). */
+  getCacheEntry(key: string): Promise<CacheEntry | undefined>;
+  /** Stores the entry (ending any load claim on it) and deletes idle entries stored before `expireBefore`. */
+  putCacheEntry(key: string, entry: CacheEntry, expireBefore: number): Promise<void>;
+  /** Claims the right to load `key` until `until` unless another owner's unexpired claim holds it: single flight across instances. */
+  claimCacheLoad(key: string, owner: string, until: number, now: number): Promise<boolean>;
+  releaseCacheLoad(key: string, owner: string): Promise<void>;
   getJob(id: string): Promise<JobRecord | undefined>;
   close(): Promise<void>;
 }

@@ -11,12 +11,15 @@ import {
   TenderShortlistRequest,
   TenderShortlistResponse,
 } from "./schema.ts";
-import { MemorySearchCache, type SearchCache } from "./search-cache.ts";
-import { buildShortlist, type FetchedNotices } from "./shortlist.ts";
+import { type SearchCache, StoreSearchCache } from "./search-cache.ts";
+import { buildShortlist, type FetchedNotices, fetchedNoticesCodec } from "./shortlist.ts";
 import { concurrencyLimit, TedClient } from "./ted-client.ts";
 
-/** Distinct queries kept in memory; each holds at most 500 normalised notices. */
-const CACHE_MAX_ENTRIES = 200;
+/** Distinct queries also kept in memory per instance; each holds at most 500 normalised notices. */
+const CACHE_MAX_LOCAL_ENTRIES = 200;
+/** How long one instance may fetch a query before another may take over (a fetch that died with its instance). */
+const CACHE_LOAD_LEASE_MS = 120_000;
+
 const RETRIES = 3;
 
 /** The whole operation over its clients: query → (cached or single-flight) fetch → shortlist. */
@@ -54,9 +57,14 @@ function bind(env: OperationEnvironment): StartedOperation<TenderShortlistInput,
     maxRetryAfterMs: config.ted.timeoutMs,
     limit: concurrencyLimit(config.ted.maxInFlight),
   });
-  const cache = new MemorySearchCache<FetchedNotices>({
+  // In the store, so that instances sharing a database share the cache and fetch a query once.
+  const cache = new StoreSearchCache<FetchedNotices>({
+    store: env.store,
+    namespace: "tender-shortlist",
+    codec: fetchedNoticesCodec,
     ttlMs: config.ted.cacheTtlMs,
-    maxEntries: CACHE_MAX_ENTRIES,
+    loadLeaseMs: CACHE_LOAD_LEASE_MS,
+    maxLocalEntries: CACHE_MAX_LOCAL_ENTRIES,
     now: () => now().getTime(),
   });
   return {

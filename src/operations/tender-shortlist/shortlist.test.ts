@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { type FixtureName, fixturePages } from "../../../test/fixtures/ted/stand-in.ts";
 import { normalizeNotice } from "./normalize.ts";
 import { TenderShortlistRequest } from "./schema.ts";
-import { buildShortlist, selectCandidates } from "./shortlist.ts";
+import { buildShortlist, fetchedNoticesCodec, selectCandidates } from "./shortlist.ts";
 import type { TedNotice } from "./ted-client.ts";
 
 const NOW = new Date("2027-03-01T09:00:00Z");
@@ -299,5 +299,19 @@ describe("ranking", () => {
     expect(result.tenders).toHaveLength(3);
     expect(result.count).toBe(3);
     expect(result.stats.scanned - result.stats.dropped - result.stats.duplicates).toBeGreaterThan(3);
+  });
+});
+
+describe("fetched notices in the shared cache", () => {
+  it("come back from their stored text exactly as they were, deadlines as dates", () => {
+    const fetched = {
+      query: "Q",
+      pages: 2,
+      notices: recorded("search-response-01.json").map(normalizeNotice),
+    };
+    expect(fetched.notices.some((n) => n.deadlines.length > 0)).toBe(true);
+    const decoded = fetchedNoticesCodec.decode(fetchedNoticesCodec.encode(fetched));
+    expect(decoded).toEqual(fetched);
+    expect(decoded.notices.flatMap((n) => n.deadlines).every((d) => d instanceof Date)).toBe(true);
   });
 });

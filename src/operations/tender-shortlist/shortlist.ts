@@ -2,6 +2,7 @@ import { approximateEur } from "./eur-rates.ts";
 import { COMPETITION_NOTICE_TYPES, searchableText, splitCpvCodes } from "./expert-query.ts";
 import { foldText, type NormalizedNotice } from "./normalize.ts";
 import type { Tender, TenderShortlistInput, TenderShortlistOutput } from "./schema.ts";
+import type { Codec } from "./search-cache.ts";
 
 const DAY_MS = 86_400_000;
 export const SHORT_RUNWAY_DAYS = 7;
@@ -264,6 +265,18 @@ export interface FetchedNotices {
   pages: number;
   notices: NormalizedNotice[];
 }
+
+/** Fetched notices as the store keeps them: JSON, with the deadlines revived as dates. */
+export const fetchedNoticesCodec: Codec<FetchedNotices> = {
+  encode: (fetched) => JSON.stringify(fetched),
+  decode: (text) => {
+    const fetched = JSON.parse(text) as FetchedNotices;
+    for (const notice of fetched.notices) {
+      notice.deadlines = (notice.deadlines as unknown as string[]).map((deadline) => new Date(deadline));
+    }
+    return fetched;
+  },
+};
 
 /** The answer for one request from the notices fetched for its query (fetched now or cached). */
 export function buildShortlist(

@@ -43,4 +43,18 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: "shared cache entries",
+    sql: `
+      CREATE TABLE cache_entries (
+        key         TEXT PRIMARY KEY,
+        value       TEXT,
+        stored_at   BIGINT,
+        load_owner  TEXT,
+        load_until  BIGINT NOT NULL DEFAULT 0
+      );
+      CREATE INDEX cache_entries_stored_at ON cache_entries (stored_at);
+    `,
+  },
 ];

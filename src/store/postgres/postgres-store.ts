@@ -1,5 +1,6 @@
 import pg from "pg";
 import type {
+  CacheEntry,
   JobRecord,
   NewPayment,
   PaymentCompletion,
@@ -281,6 +282,45 @@ export class PostgresStore implements Store {
       account,
       instanceId,
     ]);
+  }
+
+  async getCacheEntry(key: string): Promise<CacheEntry | undefined> {
+    const { rows } = await this.pool.query<{ value: string; stored_at: string }>(
+      "SELECT value, stored_at FROM cache_entries WHERE key = $1 AND value IS NOT NULL",
+      [key],
+    );
+    const row = rows[0];
+    return row ? { value: row.value, storedAt: Number(row.stored_at) } : undefined;
+  }
+
+  async putCacheEntry(key: string, entry: CacheEntry, expireBefore: number): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO cache_entries (key, value, stored_at, load_owner, load_until) VALUES ($1, $2, $3, NULL, 0)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, stored_at = excluded.stored_at,
+           load_owner = NULL, load_until = 0`,
+      [key, entry.value, entry.storedAt],
+    );
+    await this.pool.query("DELETE FROM cache_entries WHERE stored_at < $1 AND load_until < $2", [
+      expireBefore,
+      entry.storedAt,
+    ]);
+  }
+
+  async claimCacheLoad(key: string, owner: string, until: number, now: number): Promise<boolean> {
+    const result = await this.pool.query(
+      `INSERT INTO cache_entries (key, load_owner, load_until) VALUES ($1, $2, $3)
+         ON CONFLICT (key) DO UPDATE SET load_owner = excluded.load_owner, load_until = excluded.load_until
+         WHERE cache_entries.load_until <= $4 OR cache_entries.load_owner = excluded.load_owner`,
+      [key, owner, until, now],
+    );
+    return result.rowCount === 1;
+  }
+
+  async releaseCacheLoad(key: string, owner: string): Promise<void> {
+    await this.pool.query(
+      "UPDATE cache_entries SET load_owner = NULL, load_until = 0 WHERE key = $1 AND load_owner = $2",
+      [key, owner],
+    );
   }
 
   async getJob(_id: string): Promise<JobRecord | undefined> {

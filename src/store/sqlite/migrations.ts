@@ -64,4 +64,18 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: "shared cache entries",
+    sql: `
+      CREATE TABLE cache_entries (
+        key         TEXT PRIMARY KEY,
+        value       TEXT,
+        stored_at   INTEGER,
+        load_owner  TEXT,
+        load_until  INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX cache_entries_stored_at ON cache_entries (stored_at);
+    `,
+  },
 ];

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type {
+  CacheEntry,
   JobRecord,
   NewPayment,
   PaymentCompletion,
@@ -123,6 +124,25 @@ export class SqliteStore implements Store {
       getSettlerClaim: this.db.prepare(
         "SELECT instance_id, lease_until FROM settler_claims WHERE account = ?",
       ),
+      getCacheEntry: this.db.prepare(
+        "SELECT value, stored_at FROM cache_entries WHERE key = ? AND value IS NOT NULL",
+      ),
+      putCacheEntry: this.db.prepare(
+        `INSERT INTO cache_entries (key, value, stored_at, load_owner, load_until) VALUES (@key, @value, @storedAt, NULL, 0)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, stored_at = excluded.stored_at,
+           load_owner = NULL, load_until = 0`,
+      ),
+      expireCacheEntries: this.db.prepare(
+        "DELETE FROM cache_entries WHERE stored_at < @expireBefore AND load_until < @storedAt",
+      ),
+      claimCacheLoad: this.db.prepare(
+        `INSERT INTO cache_entries (key, load_owner, load_until) VALUES (@key, @owner, @until)
+         ON CONFLICT (key) DO UPDATE SET load_owner = excluded.load_owner, load_until = excluded.load_until
+         WHERE cache_entries.load_until <= @now OR cache_entries.load_owner = excluded.load_owner`,
+      ),
+      releaseCacheLoad: this.db.prepare(
+        "UPDATE cache_entries SET load_owner = NULL, load_until = 0 WHERE key = ? AND load_owner = ?",
+      ),
       releaseSettler: this.db.prepare("DELETE FROM settler_claims WHERE account = ? AND instance_id = ?"),
     };
   }
@@ -225,6 +245,26 @@ export class SqliteStore implements Store {
 
   async releaseSettler(account: string, instanceId: string): Promise<void> {
     this.statements.releaseSettler.run(account, instanceId);
+  }
+
+  async getCacheEntry(key: string): Promise<CacheEntry | undefined> {
+    const row = this.statements.getCacheEntry.get(key) as { value: string; stored_at: number } | undefined;
+    return row ? { value: row.value, storedAt: row.stored_at } : undefined;
+  }
+
+  async putCacheEntry(key: string, entry: CacheEntry, expireBefore: number): Promise<void> {
+    this.db.transaction(() => {
+      this.statements.putCacheEntry.run({ key, ...entry });
+      this.statements.expireCacheEntries.run({ expireBefore, storedAt: entry.storedAt });
+    })();
+  }
+
+  async claimCacheLoad(key: string, owner: string, until: number, now: number): Promise<boolean> {
+    return this.statements.claimCacheLoad.run({ key, owner, until, now }).changes === 1;
+  }
+
+  async releaseCacheLoad(key: string, owner: string): Promise<void> {
+    this.statements.releaseCacheLoad.run(key, owner);
   }
 
   async getJob(id: string): Promise<JobRecord | undefined> {
