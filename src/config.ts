@@ -42,6 +42,8 @@ const EnvSchema = z.object({
   LOCAL_CHAIN_STATE: optional(z.string()),
   DATA_DIR: optional(z.string()).default("./var"),
   DATABASE_URL: optional(z.string()),
+  RELEASES_DIR: optional(z.string()),
+  CLINICAL_TRIALS_DB: optional(z.string()),
   TED_API_URL: optional(httpUrl).default("https://api.ted.europa.eu/v3/notices/search"),
   LOG_LEVEL: optional(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
   SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number().int().min(0).max(600_000)).default(15_000),
@@ -74,6 +76,10 @@ export interface Config {
   localChain: { port: number; statePath?: string };
   dataDir: string;
   sqlitePath: string;
+  /** Where product release archives and their descriptors live. */
+  releasesDir: string;
+  /** The clinical index the ingest builds (its snapshot is a product when it is a full ingest). */
+  clinicalTrialsDb: string;
   tedApiUrl: string;
   logLevel: string;
   shutdownTimeoutMs: number;
@@ -167,6 +173,8 @@ export function loadConfig(
     },
     dataDir,
     sqlitePath,
+    releasesDir: path.resolve(e.RELEASES_DIR ?? path.join(dataDir, "releases")),
+    clinicalTrialsDb: path.resolve(e.CLINICAL_TRIALS_DB ?? path.join(dataDir, "clinical-trials.sqlite")),
     tedApiUrl: e.TED_API_URL,
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
