@@ -33,7 +33,7 @@ describe("exact reference values", () => {
     [-40, "degF", "degC", "-40"],
     [0, "K", "degR", "0"],
     [10, "delta_degC", "delta_degF", "18"],
-    [1, "TR", "W", "3516.85284206(6)"],
+    [1, "TR", "W", "3516.8528420(6)"],
     [1, "ton_short", "lb", "2000"],
     [1, "ton_long", "lb", "2240"],
     [1, "ksi", "psi", "1000"],
