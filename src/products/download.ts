@@ -35,10 +35,10 @@ export function parseRange(header: string | null, size: number): ByteRange | "un
     return { start: Math.max(0, size - length), end: size - 1 };
   }
   const start = Number(first);
-  const end = last === "" ? size - 1 : Number(last);
-  if (end < start) return undefined;
+  // "bytes=9-5" is not a range (ignored); a first byte beyond the file is unsatisfiable.
+  if (last !== "" && Number(last) < start) return undefined;
   if (start >= size) return "unsatisfiable";
-  return { start, end: Math.min(end, size - 1) };
+  return { start, end: last === "" ? size - 1 : Math.min(Number(last), size - 1) };
 }
 
 export const etagOf = (file: FileBody) => `"${file.sha256}"`;
