@@ -6,8 +6,8 @@ import { inProcessFacilitator } from "./payments/facilitator.ts";
 import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
 import { formatRevenueReport } from "./payments/ledger-report.ts";
 import { createSettlerSigner } from "./payments/settler-signer.ts";
-import { startService } from "./serve.ts";
 import { buildProductsCommand, prepareReleases } from "./products/cli.ts";
+import { startService } from "./serve.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 
 const USAGE = `usage: utility402 <command>

@@ -3,13 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { clinicalSnapshot } from "./clinical-snapshot.ts";
-import {
-  descriptorPath,
-  type ReleaseDescriptor,
-  readDescriptor,
-  releaseFileName,
-} from "./release.ts";
-import { unitConversionGeneratedEntries } from "./unit-conversion-api.ts";
+import { descriptorPath, type ReleaseDescriptor, readDescriptor, releaseFileName } from "./release.ts";
 import { type ArchiveEntry, describeEntry, hashFile, writeDeterministicZip } from "./zip.ts";
 
 /**
@@ -29,6 +23,7 @@ export const REPOSITORY_PRODUCTS = [
   "automation-data-toolkit-bundle",
   "engineering-unit-conversion-api",
 ] as const;
+export type RepositoryProduct = (typeof REPOSITORY_PRODUCTS)[number];
 export const CLINICAL_PRODUCT = "clinical-trials-outcomes-post-2020";
 export const PRODUCT_SLUGS = [...REPOSITORY_PRODUCTS, CLINICAL_PRODUCT] as const;
 export type ProductSlug = (typeof PRODUCT_SLUGS)[number];
@@ -98,6 +93,8 @@ async function collect(
       if (version !== TOOLKIT_VERSION) {
         throw new Error(`${slug}/package.json version ${version} ≠ product version ${TOOLKIT_VERSION}`);
       }
+      // Loaded only when the product is (re)built: TypeScript and esbuild take seconds to load.
+      const { unitConversionGeneratedEntries } = await import("./unit-conversion-api.ts");
       return { version, entries: [...entries, ...(await unitConversionGeneratedEntries(version))] };
     }
     case CLINICAL_PRODUCT: {
@@ -112,15 +109,80 @@ async function collect(
   }
 }
 
+/**
+ * What a repository product is built from (paths under the project root; folders walked): its
+ * sources, the builder, and the versions of the tools whose output lands in the archive. Broad on
+ * purpose: a false "changed" only costs a rebuild that gives the same bytes.
+ */
+function buildInputs(slug: RepositoryProduct, sourcesDir: string): string[] {
+  const builder = ["src/products", "node_modules/yazl/package.json"];
+  const folder = (name: string) => path.join(sourcesDir, name);
+  switch (slug) {
+    case "csv-json-quality-toolkit":
+    case "agent-safe-paid-work-kit":
+      return [folder(slug), ...builder];
+    case "automation-data-toolkit-bundle":
+      return [
+        folder(slug),
+        folder("csv-json-quality-toolkit"),
+        folder("agent-safe-paid-work-kit"),
+        ...builder,
+      ];
+    case "engineering-unit-conversion-api":
+      return [
+        folder(slug),
+        ...builder,
+        "src/operations/unit-convert",
+        "src/problem.ts",
+        "src/catalog",
+        "data/units.json",
+        "node_modules/zod/package.json",
+        "node_modules/typescript/package.json",
+        "node_modules/esbuild/package.json",
+      ];
+  }
+}
+
+/** sha256 over the inputs' paths and bytes, and zlib's version (compressed bytes depend on it). */
+export function inputsFingerprint(slug: RepositoryProduct, sourcesDir = PRODUCTS_SOURCE_DIR): string {
+  const hash = createHash("sha256").update(`zlib ${process.versions.zlib}\n`);
+  const add = (file: string) => {
+    const stat = fs.statSync(file);
+    if (stat.isDirectory()) {
+      for (const name of fs.readdirSync(file).sort()) add(path.join(file, name));
+    } else {
+      hash.update(`${path.relative(PROJECT_ROOT, file)}\n`).update(fs.readFileSync(file));
+    }
+  };
+  for (const input of buildInputs(slug, sourcesDir)) add(path.resolve(PROJECT_ROOT, input));
+  return hash.digest("hex");
+}
+
+const isRepositoryProduct = (slug: ProductSlug): slug is RepositoryProduct =>
+  (REPOSITORY_PRODUCTS as readonly string[]).includes(slug);
+
 /** Builds one product's release (or leaves an identical one in place). */
 export async function buildProduct(slug: ProductSlug, settings: BuildSettings): Promise<BuildOutcome> {
+  // Quick path (every start of the service): nothing the product is built from has changed.
+  const inputsSha256 = isRepositoryProduct(slug) ? inputsFingerprint(slug, settings.sourcesDir) : undefined;
+  const existing = readDescriptor(settings.releasesDir, slug);
+  if (inputsSha256 && "descriptor" in existing && existing.descriptor.inputsSha256 === inputsSha256) {
+    const actual = await hashFile(path.join(settings.releasesDir, existing.descriptor.file)).catch(
+      () => undefined,
+    );
+    if (actual?.sha256 === existing.descriptor.sha256) {
+      return { product: slug, state: "unchanged", descriptor: existing.descriptor };
+    }
+  }
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), `utility402-build-${slug}-`));
   try {
     const collected = await collect(slug, settings, workDir);
-    if ("unbuildable" in collected) return { product: slug, state: "unbuildable", reason: collected.unbuildable };
+    if ("unbuildable" in collected)
+      return { product: slug, state: "unbuildable", reason: collected.unbuildable };
     const { version, entries, details } = collected;
     if (!entries.some((entry) => entry.path === "README.md")) throw new Error(`${slug} has no README.md`);
-    if (entries.some((entry) => entry.path === "MANIFEST.json")) throw new Error(`${slug}: MANIFEST.json is generated`);
+    if (entries.some((entry) => entry.path === "MANIFEST.json"))
+      throw new Error(`${slug}: MANIFEST.json is generated`);
     const files = await Promise.all(entries.map(describeEntry));
     files.sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
     const manifest = Buffer.from(`${JSON.stringify({ product: slug, version, files }, null, 2)}\n`);
@@ -128,11 +190,16 @@ export async function buildProduct(slug: ProductSlug, settings: BuildSettings): 
 
     const file = releaseFileName(slug, version);
     const target = path.join(settings.releasesDir, file);
-    const existing = readDescriptor(settings.releasesDir, slug);
-    if ("descriptor" in existing && existing.descriptor.file === file && existing.descriptor.manifestSha256 === manifestSha256) {
+    if (
+      "descriptor" in existing &&
+      existing.descriptor.file === file &&
+      existing.descriptor.manifestSha256 === manifestSha256
+    ) {
       const actual = await hashFile(target).catch(() => undefined);
       if (actual?.sha256 === existing.descriptor.sha256) {
-        return { product: slug, state: "unchanged", descriptor: existing.descriptor };
+        const descriptor = { ...existing.descriptor, ...(inputsSha256 ? { inputsSha256 } : {}) };
+        writeDescriptor(settings.releasesDir, descriptor);
+        return { product: slug, state: "unchanged", descriptor };
       }
     }
 
@@ -149,15 +216,20 @@ export async function buildProduct(slug: ProductSlug, settings: BuildSettings): 
       size,
       sha256,
       manifestSha256,
+      ...(inputsSha256 ? { inputsSha256 } : {}),
       ...(details ? { details } : {}),
     };
-    const descriptorFile = descriptorPath(settings.releasesDir, slug);
-    fs.writeFileSync(`${descriptorFile}.partial`, `${JSON.stringify(descriptor, null, 2)}\n`);
-    fs.renameSync(`${descriptorFile}.partial`, descriptorFile);
+    writeDescriptor(settings.releasesDir, descriptor);
     return { product: slug, state: "built", descriptor };
   } finally {
     fs.rmSync(workDir, { recursive: true, force: true });
   }
+}
+
+function writeDescriptor(releasesDir: string, descriptor: ReleaseDescriptor): void {
+  const file = descriptorPath(releasesDir, descriptor.product);
+  fs.writeFileSync(`${file}.partial`, `${JSON.stringify(descriptor, null, 2)}\n`);
+  fs.renameSync(`${file}.partial`, file);
 }
 
 /** Builds the given products (all by default), one after another. */

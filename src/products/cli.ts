@@ -22,7 +22,9 @@ export const buildSettings = (config: Config): BuildSettings => ({
 export async function buildProductsCommand(config: Config, args: readonly string[]): Promise<number> {
   const unknown = args.filter((arg) => !(PRODUCT_SLUGS as readonly string[]).includes(arg));
   if (unknown.length > 0) {
-    process.stderr.write(`unknown product(s): ${unknown.join(", ")}; products: ${PRODUCT_SLUGS.join(", ")}\n`);
+    process.stderr.write(
+      `unknown product(s): ${unknown.join(", ")}; products: ${PRODUCT_SLUGS.join(", ")}\n`,
+    );
     return 2;
   }
   const slugs = args.length > 0 ? (args as ProductSlug[]) : PRODUCT_SLUGS;

@@ -38,9 +38,10 @@ function csvField(value: unknown): string {
 
 /** Tables to export: real tables only, not SQLite's own, not virtual (FTS) tables nor their shadow tables. */
 function exportableTables(db: Database.Database): TableInfo[] {
-  const all = db
-    .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name")
-    .all() as { name: string; sql: string | null }[];
+  const all = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as {
+    name: string;
+    sql: string | null;
+  }[];
   const virtual = all.filter((t) => /^CREATE\s+VIRTUAL\s+TABLE/i.test(t.sql ?? "")).map((t) => t.name);
   return all
     .filter(
@@ -50,12 +51,14 @@ function exportableTables(db: Database.Database): TableInfo[] {
         !virtual.some((name) => t.name.startsWith(`${name}_`)),
     )
     .map((t) => {
-      const columns = (db.prepare(`PRAGMA table_info(${id(t.name)})`).all() as {
-        name: string;
-        type: string;
-        notnull: number;
-        pk: number;
-      }[]).map((c) => ({ name: c.name, type: c.type, notnull: c.notnull === 1, pk: c.pk }));
+      const columns = (
+        db.prepare(`PRAGMA table_info(${id(t.name)})`).all() as {
+          name: string;
+          type: string;
+          notnull: number;
+          pk: number;
+        }[]
+      ).map((c) => ({ name: c.name, type: c.type, notnull: c.notnull === 1, pk: c.pk }));
       const { rows } = db.prepare(`SELECT count(*) AS rows FROM ${id(t.name)}`).get() as { rows: number };
       return {
         name: t.name,
@@ -70,9 +73,7 @@ function exportableTables(db: Database.Database): TableInfo[] {
 /** Streams a table to a CSV file in a stable order (rowid, or the primary key), never holding it whole. */
 function exportCsv(db: Database.Database, table: TableInfo, target: string): void {
   const pk = table.columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk);
-  const order = table.withoutRowid
-    ? pk.map((c) => id(c.name)).join(", ")
-    : "rowid";
+  const order = table.withoutRowid ? pk.map((c) => id(c.name)).join(", ") : "rowid";
   const statement = db.prepare(`SELECT * FROM ${id(table.name)} ORDER BY ${order}`).raw(true);
   const fd = fs.openSync(target, "w");
   try {
@@ -93,9 +94,16 @@ function exportCsv(db: Database.Database, table: TableInfo, target: string): voi
 function schemaMarkdown(tables: readonly TableInfo[]): string {
   const lines = ["# Schema", "", "Every table of the snapshot, as exported to `csv/<table>.csv`.", ""];
   for (const table of tables) {
-    lines.push(`## ${table.name} (${table.rows} rows)`, "", "| column | type | not null | primary key |", "|---|---|---|---|");
+    lines.push(
+      `## ${table.name} (${table.rows} rows)`,
+      "",
+      "| column | type | not null | primary key |",
+      "|---|---|---|---|",
+    );
     for (const c of table.columns) {
-      lines.push(`| ${c.name} | ${c.type || "(any)"} | ${c.notnull ? "yes" : "no"} | ${c.pk > 0 ? c.pk : ""} |`);
+      lines.push(
+        `| ${c.name} | ${c.type || "(any)"} | ${c.notnull ? "yes" : "no"} | ${c.pk > 0 ? c.pk : ""} |`,
+      );
     }
     lines.push("");
   }
@@ -107,7 +115,8 @@ function schemaMarkdown(tables: readonly TableInfo[]): string {
  * there and streamed into the archive). The validation must pass, or the product is not built.
  */
 export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath: string): ClinicalBuild {
-  if (!fs.existsSync(dbPath)) return { unbuildable: `no clinical database at CLINICAL_TRIALS_DB (${dbPath})` };
+  if (!fs.existsSync(dbPath))
+    return { unbuildable: `no clinical database at CLINICAL_TRIALS_DB (${dbPath})` };
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
     let meta: Record<string, string>;
@@ -139,19 +148,43 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
       const recorded = Number(meta[name]);
       counts[name] = recorded;
       const okNumber = Number.isInteger(recorded) && recorded >= 0;
-      checks.push({ check: `meta.${name} is a count`, expected: "integer ≥ 0", actual: String(meta[name]), ok: okNumber });
+      checks.push({
+        check: `meta.${name} is a count`,
+        expected: "integer ≥ 0",
+        actual: String(meta[name]),
+        ok: okNumber,
+      });
       const actual = rowsOf.get(name);
       if (actual !== undefined) {
-        checks.push({ check: `rows of table ${name} = meta.${name}`, expected: String(recorded), actual: String(actual), ok: actual === recorded });
+        checks.push({
+          check: `rows of table ${name} = meta.${name}`,
+          expected: String(recorded),
+          actual: String(actual),
+          ok: actual === recorded,
+        });
       }
     }
-    const integrity = (db.pragma("integrity_check") as { integrity_check: string }[]).map((r) => r.integrity_check);
-    checks.push({ check: "PRAGMA integrity_check", expected: "ok", actual: integrity.join("; "), ok: integrity.join() === "ok" });
+    const integrity = (db.pragma("integrity_check") as { integrity_check: string }[]).map(
+      (r) => r.integrity_check,
+    );
+    checks.push({
+      check: "PRAGMA integrity_check",
+      expected: "ok",
+      actual: integrity.join("; "),
+      ok: integrity.join() === "ok",
+    });
     const foreignKeys = db.pragma("foreign_key_check") as unknown[];
-    checks.push({ check: "PRAGMA foreign_key_check", expected: "0 violations", actual: `${foreignKeys.length} violations`, ok: foreignKeys.length === 0 });
+    checks.push({
+      check: "PRAGMA foreign_key_check",
+      expected: "0 violations",
+      actual: `${foreignKeys.length} violations`,
+      ok: foreignKeys.length === 0,
+    });
     const failed = checks.filter((c) => !c.ok);
     if (failed.length > 0) {
-      throw new Error(`the clinical snapshot fails validation: ${failed.map((c) => `${c.check} (expected ${c.expected}, got ${c.actual})`).join("; ")}`);
+      throw new Error(
+        `the clinical snapshot fails validation: ${failed.map((c) => `${c.check} (expected ${c.expected}, got ${c.actual})`).join("; ")}`,
+      );
     }
 
     fs.mkdirSync(path.join(workDir, "csv"), { recursive: true });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { defineOperation, type StartedOperation } from "../catalog/operation.ts";
 import type { ProductSlug } from "./build.ts";
-import { readDescriptor, ReleaseShelf } from "./release.ts";
+import { ReleaseShelf, readDescriptor } from "./release.ts";
 
 const NoInput = z.strictObject({});
 const ZipArchive = z.string().meta({ format: "binary", description: "A ZIP archive." });
@@ -58,7 +58,10 @@ const PRODUCTS: ProductSpec[] = [
  * nothing charged); the app then streams the file. The release is looked up per request, so a
  * release built while the service runs is sold at once; the catalog shows the release found at start.
  */
-async function startProduct(slug: ProductSlug, releasesDir: string): Promise<StartedOperation<unknown, unknown>> {
+async function startProduct(
+  slug: ProductSlug,
+  releasesDir: string,
+): Promise<StartedOperation<unknown, unknown>> {
   const shelf = new ReleaseShelf(releasesDir);
   const found = readDescriptor(releasesDir, slug);
   const missing = "missing" in found ? found.missing : undefined;
@@ -102,7 +105,10 @@ export const products = PRODUCTS.map((product) =>
     outputContentType: "application/zip",
     example: {},
     errorResponses: [
-      { status: 416, description: "The Range asks for no byte of the file (the payment stays valid for the download)." },
+      {
+        status: 416,
+        description: "The Range asks for no byte of the file (the payment stays valid for the download).",
+      },
       { status: 503, description: "The product release is temporarily unavailable; no payment is taken." },
     ],
     start: (env) => startProduct(product.slug, env.config.releasesDir),

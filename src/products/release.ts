@@ -15,6 +15,11 @@ export const ReleaseDescriptor = z.object({
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
   /** sha256 of the archive's MANIFEST.json: equal manifests give byte-identical archives. */
   manifestSha256: z.string().regex(/^[0-9a-f]{64}$/),
+  /** sha256 of what a repository product is built from: unchanged inputs need no rebuild. */
+  inputsSha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
   /** Facts the catalog shows (the clinical snapshot's date and counts). */
   details: z.record(z.string(), z.unknown()).optional(),
 });
@@ -34,8 +39,15 @@ export function readDescriptor(
   } catch {
     return { missing: "no release has been built" };
   }
-  const parsed = ReleaseDescriptor.safeParse(JSON.parse(text));
-  if (!parsed.success || parsed.data.product !== slug) return { missing: "the release descriptor is invalid" };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { missing: "the release descriptor is invalid" };
+  }
+  const parsed = ReleaseDescriptor.safeParse(json);
+  if (!parsed.success || parsed.data.product !== slug)
+    return { missing: "the release descriptor is invalid" };
   return { descriptor: parsed.data };
 }
 

@@ -20,7 +20,11 @@ import type { ArchiveEntry } from "./zip.ts";
 
 const PROJECT_ROOT = path.resolve(import.meta.dirname, "../..");
 /** The modules the standalone server imports; everything they import comes along. */
-const ROOT_MODULES = ["src/operations/unit-convert/index.ts", "src/operations/unit-convert/schema.ts", "src/problem.ts"];
+const ROOT_MODULES = [
+  "src/operations/unit-convert/index.ts",
+  "src/operations/unit-convert/schema.ts",
+  "src/problem.ts",
+];
 const VENDORED = new Map([["zod", "vendor/zod.js"]]);
 /** The module specifier of a static import or re-export statement (transpiled output, one per line start). */
 const IMPORT = /^((?:import|export)\b[^;"]*?(?:\bfrom\s*|import\s*))"([^"]+)"/gm;
@@ -170,7 +174,11 @@ export function unitConversionOpenApi(version: string) {
           responses: {
             "200": {
               description: "Every unit with its exact factor, and the refused ambiguous names.",
-              content: { "application/json": { schema: outputJsonSchema({ output: unitListRoute.output } as AnyOperation) } },
+              content: {
+                "application/json": {
+                  schema: outputJsonSchema({ output: unitListRoute.output } as AnyOperation),
+                },
+              },
             },
           },
         },
@@ -198,7 +206,10 @@ export function unitConversionOpenApi(version: string) {
           tags: ["units"],
           summary: "This contract",
           responses: {
-            "200": { description: "OpenAPI 3.1", content: { "application/json": { schema: { type: "object" } } } },
+            "200": {
+              description: "OpenAPI 3.1",
+              content: { "application/json": { schema: { type: "object" } } },
+            },
           },
         },
       },

@@ -76,7 +76,8 @@ export async function writeDeterministicZip(entries: readonly ArchiveEntry[], ta
   const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
   for (let i = 0; i < sorted.length; i++) {
     assertArchivePath((sorted[i] as ArchiveEntry).path);
-    if (i > 0 && sorted[i]?.path === sorted[i - 1]?.path) throw new Error(`duplicate entry ${sorted[i]?.path}`);
+    if (i > 0 && sorted[i]?.path === sorted[i - 1]?.path)
+      throw new Error(`duplicate entry ${sorted[i]?.path}`);
   }
   const zip = new yazl.ZipFile();
   for (const entry of sorted) {

@@ -27,8 +27,15 @@ function runNodeTests(cwd: string, args: string[] = []) {
     env: { PATH: process.env.PATH ?? "", HOME: cwd, NO_COLOR: "1" },
     timeout: 120_000,
   });
-  const count = (name: string) => Number(new RegExp(`^# ${name} (\\d+)$`, "m").exec(result.stdout)?.[1] ?? -1);
-  return { status: result.status, tests: count("tests"), pass: count("pass"), fail: count("fail"), output: result.stdout + result.stderr };
+  const count = (name: string) =>
+    Number(new RegExp(`^# ${name} (\\d+)$`, "m").exec(result.stdout)?.[1] ?? -1);
+  return {
+    status: result.status,
+    tests: count("tests"),
+    pass: count("pass"),
+    fail: count("fail"),
+    output: result.stdout + result.stderr,
+  };
 }
 
 describe("product builds", () => {
@@ -72,7 +79,9 @@ describe("product builds", () => {
 
   it("two builds are byte-identical, and a rebuild leaves an identical release alone", async () => {
     for (const slug of PRODUCT_SLUGS) {
-      expect(fs.readFileSync(archive(slug)).equals(fs.readFileSync(archive(slug, releasesB))), slug).toBe(true);
+      expect(fs.readFileSync(archive(slug)).equals(fs.readFileSync(archive(slug, releasesB))), slug).toBe(
+        true,
+      );
     }
     expect(first.map((o) => o.state !== "unbuildable" && o.descriptor)).toEqual(
       second.map((o) => o.state !== "unbuildable" && o.descriptor),
@@ -99,7 +108,9 @@ describe("product builds", () => {
   it("the manifest check catches a file that differs from its MANIFEST line", async () => {
     const entries = await readZip(archive("agent-safe-paid-work-kit"));
     const tampered = entries.map((entry) =>
-      entry.path === "README.md" ? { path: entry.path, data: Buffer.concat([entry.data, Buffer.from("!")]) } : entry,
+      entry.path === "README.md"
+        ? { path: entry.path, data: Buffer.concat([entry.data, Buffer.from("!")]) }
+        : entry,
     );
     const target = path.join(releasesB, "tampered.zip");
     await writeDeterministicZip(tampered, target);
@@ -113,10 +124,15 @@ describe("product builds", () => {
     for (const kit of ["csv-json-quality-toolkit", "agent-safe-paid-work-kit"] as const) {
       const own = (await readZip(archive(kit))).filter((e) => e.path !== "MANIFEST.json");
       for (const entry of own) {
-        expect(bundle.find((e) => e.path === `${kit}/${entry.path}`)?.data.equals(entry.data), entry.path).toBe(true);
+        expect(
+          bundle.find((e) => e.path === `${kit}/${entry.path}`)?.data.equals(entry.data),
+          entry.path,
+        ).toBe(true);
       }
     }
-    expect(bundle.map((e) => e.path)).toEqual(expect.arrayContaining(["INDEX.md", "README.md", "package.json"]));
+    expect(bundle.map((e) => e.path)).toEqual(
+      expect.arrayContaining(["INDEX.md", "README.md", "package.json"]),
+    );
   });
 
   it("the two kits' scripts pass their own tests (from the bundle, in an empty folder)", async () => {
@@ -153,7 +169,12 @@ describe("product builds", () => {
     );
     const contract = JSON.parse(file("openapi.json"));
     expect(contract.openapi).toBe("3.1.0");
-    expect(Object.keys(contract.paths)).toEqual(["/v1/unit-convert", "/v1/units", "/healthz", "/openapi.json"]);
+    expect(Object.keys(contract.paths)).toEqual([
+      "/v1/unit-convert",
+      "/v1/units",
+      "/healthz",
+      "/openapi.json",
+    ]);
   });
 });
 
@@ -175,15 +196,20 @@ describe("the clinical snapshot product", () => {
     const outcome = await buildProduct(CLINICAL_PRODUCT, settings);
     if (outcome.state === "unbuildable") throw new Error(outcome.reason);
     expect(outcome.descriptor.details).toEqual({ snapshotDate: "2026-11-01", counts: CLINICAL_COUNTS });
-    const { entries } = await checkAgainstManifest(path.join(settings.releasesDir, outcome.descriptor.file), CLINICAL_PRODUCT);
+    const { entries } = await checkAgainstManifest(
+      path.join(settings.releasesDir, outcome.descriptor.file),
+      CLINICAL_PRODUCT,
+    );
     const csvs = entries.filter((e) => e.path.startsWith("data/csv/")).map((e) => e.path);
     expect(csvs).toEqual(
-      ["analyses", "conditions", "endpoints", "measurements", "meta", "studies"].map((t) => `data/csv/${t}.csv`),
+      ["analyses", "conditions", "endpoints", "measurements", "meta", "studies"].map(
+        (t) => `data/csv/${t}.csv`,
+      ),
     );
     const text = (name: string) => entries.find((e) => e.path === name)?.data.toString("utf8") ?? "";
     expect(text("data/csv/studies.csv")).toBe(
       "nct_id,title,start_date,enrollment\r\n" +
-        "NCT04000001,\"Drug A versus placebo in adults, phase 3\",2020-03-01,420\r\n" +
+        'NCT04000001,"Drug A versus placebo in adults, phase 3",2020-03-01,420\r\n' +
         'NCT04000002,"A ""quoted"" title, with a comma\nand a newline",2021-07-15,\r\n' +
         "NCT04000003,Device B for knee pain,2022-01-10,80\r\n",
     );
@@ -197,23 +223,34 @@ describe("the clinical snapshot product", () => {
     fs.writeFileSync(snapshot, entries.find((e) => e.path === "data/clinical-trials.sqlite")?.data as Buffer);
     const db = new Database(snapshot, { readonly: true });
     expect(db.prepare("SELECT count(*) AS n FROM measurements").get()).toEqual({ n: 6 });
-    expect(db.prepare("SELECT rowid FROM studies_fts WHERE studies_fts MATCH 'knee'").all()).toEqual([{ rowid: 3 }]);
+    expect(db.prepare("SELECT rowid FROM studies_fts WHERE studies_fts MATCH 'knee'").all()).toEqual([
+      { rowid: 3 },
+    ]);
     db.close();
   });
 
   it("a sample ingest is not built", async () => {
     const outcome = await buildProduct(CLINICAL_PRODUCT, setup("sample"));
-    expect(outcome).toMatchObject({ state: "unbuildable", reason: expect.stringContaining("only from a full ingest") });
+    expect(outcome).toMatchObject({
+      state: "unbuildable",
+      reason: expect.stringContaining("only from a full ingest"),
+    });
   });
 
   it("no database at CLINICAL_TRIALS_DB is not built", async () => {
-    const outcome = await buildProduct(CLINICAL_PRODUCT, { releasesDir: temp("r"), clinicalDb: "/nonexistent/db.sqlite" });
-    expect(outcome).toMatchObject({ state: "unbuildable", reason: expect.stringContaining("no clinical database") });
+    const outcome = await buildProduct(CLINICAL_PRODUCT, {
+      releasesDir: temp("r"),
+      clinicalDb: "/nonexistent/db.sqlite",
+    });
+    expect(outcome).toMatchObject({
+      state: "unbuildable",
+      reason: expect.stringContaining("no clinical database"),
+    });
   });
 
   it("counts that disagree with the tables stop the build", async () => {
-    await expect(buildProduct(CLINICAL_PRODUCT, setup("full", { ...CLINICAL_COUNTS, measurements: 7 }))).rejects.toThrow(
-      "rows of table measurements = meta.measurements (expected 7, got 6)",
-    );
+    await expect(
+      buildProduct(CLINICAL_PRODUCT, setup("full", { ...CLINICAL_COUNTS, measurements: 7 })),
+    ).rejects.toThrow("rows of table measurements = meta.measurements (expected 7, got 6)");
   });
 });

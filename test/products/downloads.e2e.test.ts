@@ -5,7 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { PRODUCT_REPLAY_WINDOW_MS } from "../../src/payments/paid-call.ts";
-import { buildProducts, CLINICAL_PRODUCT, PRODUCT_SLUGS, type ProductSlug } from "../../src/products/build.ts";
+import {
+  buildProducts,
+  CLINICAL_PRODUCT,
+  PRODUCT_SLUGS,
+  type ProductSlug,
+} from "../../src/products/build.ts";
 import { products } from "../../src/products/index.ts";
 import type { ReleaseDescriptor } from "../../src/products/release.ts";
 import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
@@ -80,24 +85,27 @@ describe("product downloads on the local chain", () => {
     expect((await withRange.json()).accepts[0].amount).toBe("9000000");
   });
 
-  it.each(PRODUCT_SLUGS)("%s: paid once, streamed as a versioned ZIP that matches its MANIFEST", async (slug) => {
-    const descriptor = descriptors.get(slug) as ReleaseDescriptor;
-    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
-    const response = await payer.fetch(url(slug));
-    expect(response.status).toBe(200);
-    expect(response.headers.get("content-type")).toBe("application/zip");
-    expect(response.headers.get("content-length")).toBe(String(descriptor.size));
-    expect(response.headers.get("content-disposition")).toBe(`attachment; filename="${descriptor.file}"`);
-    expect(response.headers.get("etag")).toBe(`"${descriptor.sha256}"`);
-    expect(response.headers.get("accept-ranges")).toBe("bytes");
-    expect(paymentReceipt(response)).toMatchObject({ success: true, network: "eip155:8453" });
-    const bytes = Buffer.from(await response.arrayBuffer());
-    expect(sha256(bytes)).toBe(descriptor.sha256);
-    const { manifest } = await checkAgainstManifest(bytes, slug);
-    expect(manifest.version).toBe(descriptor.version);
-    expect(await balanceOf(payer.address)).toBe(payerBefore - PRICES[slug]);
-    expect(await balanceOf(service.payTo)).toBe(payToBefore + PRICES[slug]);
-  });
+  it.each(PRODUCT_SLUGS)(
+    "%s: paid once, streamed as a versioned ZIP that matches its MANIFEST",
+    async (slug) => {
+      const descriptor = descriptors.get(slug) as ReleaseDescriptor;
+      const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
+      const response = await payer.fetch(url(slug));
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toBe("application/zip");
+      expect(response.headers.get("content-length")).toBe(String(descriptor.size));
+      expect(response.headers.get("content-disposition")).toBe(`attachment; filename="${descriptor.file}"`);
+      expect(response.headers.get("etag")).toBe(`"${descriptor.sha256}"`);
+      expect(response.headers.get("accept-ranges")).toBe("bytes");
+      expect(paymentReceipt(response)).toMatchObject({ success: true, network: "eip155:8453" });
+      const bytes = Buffer.from(await response.arrayBuffer());
+      expect(sha256(bytes)).toBe(descriptor.sha256);
+      const { manifest } = await checkAgainstManifest(bytes, slug);
+      expect(manifest.version).toBe(descriptor.version);
+      expect(await balanceOf(payer.address)).toBe(payerBefore - PRICES[slug]);
+      expect(await balanceOf(service.payTo)).toBe(payToBefore + PRICES[slug]);
+    },
+  );
 
   it("a resumed download re-sends the same payment with Range: 206, charged once", async () => {
     const slug = "engineering-unit-conversion-api";
@@ -153,7 +161,9 @@ describe("product downloads on the local chain", () => {
     expect(headRange.headers.get("content-length")).toBe("5");
 
     // A validator of another release: the whole (current) file, not a piece of it.
-    const stale = await fetch(url(slug), { headers: { ...payment, range: "bytes=5-9", "if-range": '"0123"' } });
+    const stale = await fetch(url(slug), {
+      headers: { ...payment, range: "bytes=5-9", "if-range": '"0123"' },
+    });
     expect(stale.status).toBe(200);
     expect(Number((await stale.arrayBuffer()).byteLength)).toBe(descriptor.size);
     const fresh = await fetch(url(slug), {
@@ -229,7 +239,8 @@ describe("product downloads on the local chain", () => {
     const file = archivePath(slug);
     const original = fs.readFileSync(file);
     const corrupted = Buffer.from(original);
-    corrupted[Math.floor(corrupted.length / 2)] ^= 0xff;
+    const middle = Math.floor(corrupted.length / 2);
+    corrupted[middle] = (corrupted[middle] as number) ^ 0xff;
     fs.writeFileSync(file, corrupted);
     try {
       const before = await balanceOf(payer.address);
@@ -270,7 +281,11 @@ describe("the clinical product without a full ingest", () => {
   it("the catalog says unavailable; a paid request is 503 and charges nothing", async () => {
     const catalog = await (await fetch(`${service.url}/catalog.json`)).json();
     const clinical = catalog.products.find((p: { path: string }) => p.path.endsWith(CLINICAL_PRODUCT));
-    expect(clinical).toMatchObject({ available: false, release: null, unavailable: "no release has been built" });
+    expect(clinical).toMatchObject({
+      available: false,
+      release: null,
+      unavailable: "no release has been built",
+    });
     const balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
     const before = await balanceOf(payer.address);
     const response = await payer.fetch(`${service.url}/v1/products/${CLINICAL_PRODUCT}`);

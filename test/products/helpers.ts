@@ -94,7 +94,11 @@ export const CLINICAL_COUNTS = { studies: 3, endpoints: 4, measurements: 6, anal
  * A small clinical index shaped like the ingest's: the four tables, a WITHOUT ROWID table, an FTS5
  * index (virtual, with shadow tables that must not be exported) and the meta table.
  */
-export function createClinicalDb(file: string, kind: "full" | "sample" = "full", counts = CLINICAL_COUNTS): void {
+export function createClinicalDb(
+  file: string,
+  kind: "full" | "sample" = "full",
+  counts = CLINICAL_COUNTS,
+): void {
   const db = new Database(file);
   db.exec(`
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
@@ -122,7 +126,9 @@ export function createClinicalDb(file: string, kind: "full" | "sample" = "full",
     [4, 3, "Drug A", 14.2, "months"],
     [5, 4, "Device B", 3.1, "cm"],
     [6, 4, "Sham", 5.4, "cm"],
-  ].forEach((row) => measurement.run(...row));
+  ].forEach((row) => {
+    measurement.run(...row);
+  });
   db.prepare("INSERT INTO analyses VALUES (?, ?, ?, ?)").run(1, 1, "ANCOVA", 0.0001);
   db.prepare("INSERT INTO analyses VALUES (?, ?, ?, ?)").run(2, 4, "t-test", 0.03);
   db.prepare("INSERT INTO conditions VALUES (?, ?)").run("NCT04000003", "Osteoarthritis, Knee");
