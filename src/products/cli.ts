@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import {
   type BuildSettings,
+  buildProduct,
   buildProducts,
   describeOutcome,
   PRODUCT_SLUGS,
@@ -40,7 +41,13 @@ export async function buildProductsCommand(config: Config, args: readonly string
  * only checked (a second or so); the clinical snapshot is built on purpose, after a full ingest.
  */
 export async function prepareReleases(config: Config, log: Logger): Promise<void> {
-  for (const outcome of await buildProducts(buildSettings(config), REPOSITORY_PRODUCTS)) {
-    log.info({ product: outcome.product, state: outcome.state }, describeOutcome(outcome));
+  for (const slug of REPOSITORY_PRODUCTS) {
+    try {
+      const outcome = await buildProduct(slug, buildSettings(config));
+      log.info({ product: slug, state: outcome.state }, describeOutcome(outcome));
+    } catch (error) {
+      // The service still starts: this product answers 503 (nothing charged) until it is built.
+      log.error({ err: error, product: slug }, "product release could not be built");
+    }
   }
 }
