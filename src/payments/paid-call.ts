@@ -467,7 +467,11 @@ export class PaymentGate {
     if (record.outcome) {
       // The signed payload is public once settled (it is the transaction's calldata): replay only
       // to the client's own prompt retries, not forever to anyone who reads the chain.
-      const window = call.operation.kind === "product" ? PRODUCT_REPLAY_WINDOW_MS : REPLAY_WINDOW_MS;
+      // A sold download may be resumed for longer; a failed one is a failure like any other.
+      const window =
+        call.operation.kind === "product" && record.state === "settled"
+          ? PRODUCT_REPLAY_WINDOW_MS
+          : REPLAY_WINDOW_MS;
       if (this.now() > Date.parse(record.updatedAt) + window) {
         throw new Problem(
           409,

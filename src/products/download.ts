@@ -72,6 +72,7 @@ export async function fileResponse(
       `the file has ${file.size} bytes; ask for a range inside it (the payment stays valid for the download)`,
     ).toResponse(new URL(request.url).pathname);
     for (const [name, value] of Object.entries(problem.headers)) headers.set(name, value);
+    headers.delete("content-disposition");
     headers.set("content-range", `bytes */${file.size}`);
     headers.set("content-length", String(Buffer.byteLength(problem.body)));
     return new Response(request.method === "HEAD" ? null : problem.body, { status: 416, headers });

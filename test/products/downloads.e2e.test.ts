@@ -179,6 +179,7 @@ describe("product downloads on the local chain", () => {
     const beyond = await fetch(url(slug), { headers: { ...payment, range: `bytes=${descriptor.size}-` } });
     expect(beyond.status).toBe(416);
     expect(beyond.headers.get("content-range")).toBe(`bytes */${descriptor.size}`);
+    expect(beyond.headers.get("content-disposition")).toBeNull();
     expect((await beyond.json()).type).toBe("urn:utility402:problem:range-not-satisfiable");
 
     expect(await balanceOf(payer.address)).toBe(before - PRICES[slug]);
@@ -209,6 +210,22 @@ describe("product downloads on the local chain", () => {
     const tooLate = await fetch(url(slug), { headers: payment });
     expect(tooLate.status).toBe(409);
     expect((await tooLate.json()).type).toBe("urn:utility402:problem:payment-already-used");
+    clockOffset = 0;
+  });
+
+  it("a failed download's payment is replayed for the usual two minutes only", async () => {
+    const slug = "automation-data-toolkit-bundle";
+    const file = archivePath(slug);
+    fs.renameSync(file, `${file}.aside`);
+    const payment = await signFor(slug);
+    try {
+      expect((await fetch(url(slug), { headers: payment })).status).toBe(503);
+    } finally {
+      fs.renameSync(`${file}.aside`, file);
+    }
+    expect((await fetch(url(slug), { headers: payment })).status).toBe(503);
+    clockOffset = 3 * 60_000;
+    expect((await fetch(url(slug), { headers: payment })).status).toBe(409);
     clockOffset = 0;
   });
 
