@@ -144,7 +144,7 @@ function buildInputs(slug: RepositoryProduct, sourcesDir: string): string[] {
 }
 
 /** sha256 over the inputs' paths and bytes, and zlib's version (compressed bytes depend on it). */
-export function inputsFingerprint(slug: RepositoryProduct, sourcesDir = PRODUCTS_SOURCE_DIR): string {
+function inputsFingerprint(slug: RepositoryProduct, sourcesDir = PRODUCTS_SOURCE_DIR): string {
   const hash = createHash("sha256").update(`zlib ${process.versions.zlib}\n`);
   const add = (file: string) => {
     const stat = fs.statSync(file);

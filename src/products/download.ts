@@ -41,7 +41,7 @@ export function parseRange(header: string | null, size: number): ByteRange | "un
   return { start, end: last === "" ? size - 1 : Math.min(Number(last), size - 1) };
 }
 
-export const etagOf = (file: FileBody) => `"${file.sha256}"`;
+const etagOf = (file: FileBody) => `"${file.sha256}"`;
 
 /**
  * Sends a download outcome: the file streamed from disk (never read whole into memory), its

@@ -23,7 +23,7 @@ const COMPRESSION_LEVEL = 9;
 /** An entry whose content starts with "#!" is an executable script; everything else is plain. */
 const modeOf = (head: Buffer) => (head[0] === 0x23 && head[1] === 0x21 ? 0o100755 : 0o100644);
 
-export function assertArchivePath(entryPath: string): void {
+function assertArchivePath(entryPath: string): void {
   if (
     entryPath === "" ||
     entryPath.startsWith("/") ||
