@@ -17,6 +17,7 @@ import {
 } from "./payments/paid-call.ts";
 import type { PaymentTerms } from "./payments/terms.ts";
 import { invalidRequest, Problem } from "./problem.ts";
+import { DOWNLOAD_REQUEST_HEADERS, DOWNLOAD_RESPONSE_HEADERS, fileResponse } from "./products/download.ts";
 import type { Store, StoredOutcome } from "./store/store.ts";
 
 export interface Readiness {
@@ -83,8 +84,14 @@ export function buildApp(services: AppServices): Hono<Env> {
     "*",
     cors({
       origin: "*",
-      allowHeaders: ["content-type", PAYMENT_SIGNATURE_HEADER, "x-request-id"],
-      exposeHeaders: [PAYMENT_REQUIRED_HEADER, PAYMENT_RESPONSE_HEADER, "x-request-id", "retry-after"],
+      allowHeaders: ["content-type", PAYMENT_SIGNATURE_HEADER, "x-request-id", ...DOWNLOAD_REQUEST_HEADERS],
+      exposeHeaders: [
+        PAYMENT_REQUIRED_HEADER,
+        PAYMENT_RESPONSE_HEADER,
+        "x-request-id",
+        "retry-after",
+        ...DOWNLOAD_RESPONSE_HEADERS,
+      ],
     }),
   );
 
@@ -157,17 +164,17 @@ export function buildApp(services: AppServices): Hono<Env> {
       const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
       if (!paymentHeader) return send(unpaid);
       const requestLog = c.get("log").child({ operation: operation.id });
-      return send(
-        await gate.handle({
-          operation,
-          terms,
-          input,
-          paymentHeader,
-          requestId: c.get("requestId"),
-          log: requestLog,
-          run: () => handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now }),
-        }),
-      );
+      const outcome = await gate.handle({
+        operation,
+        terms,
+        input,
+        paymentHeader,
+        requestId: c.get("requestId"),
+        log: requestLog,
+        run: () => handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now }),
+      });
+      // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
+      return outcome.file ? fileResponse({ ...outcome, file: outcome.file }, c.req.raw) : send(outcome);
     });
   }
 

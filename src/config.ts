@@ -50,6 +50,8 @@ const EnvSchema = z.object({
       ),
   ),
   DATABASE_POOL_SIZE: optional(z.coerce.number().int().min(1).max(500)).default(10),
+  RELEASES_DIR: optional(z.string()),
+  CLINICAL_TRIALS_DB: optional(z.string()),
   TED_API_URL: optional(httpUrl).default("https://api.ted.europa.eu/v3/notices/search"),
   TED_CACHE_TTL_MS: optional(z.coerce.number().int().min(0).max(86_400_000)).default(600_000),
   TED_MAX_IN_FLIGHT: optional(z.coerce.number().int().min(1).max(64)).default(4),
@@ -87,6 +89,10 @@ export interface Config {
   dataDir: string;
   /** Where the service keeps its state: one SQLite file, or a PostgreSQL database shared by instances. */
   database: { kind: "sqlite"; path: string } | { kind: "postgres"; url: string; poolSize: number };
+  /** Where product release archives and their descriptors live. */
+  releasesDir: string;
+  /** The clinical index the ingest builds (its snapshot is a product when it is a full ingest). */
+  clinicalTrialsDb: string;
   tedApiUrl: string;
   /** Tender shortlist upstream: cache TTL (0 = no cache, single flight only), bound on calls in flight, timeout, backoff. */
   ted: { cacheTtlMs: number; maxInFlight: number; timeoutMs: number; retryBaseMs: number };
@@ -182,6 +188,8 @@ export function loadConfig(
     },
     dataDir,
     database,
+    releasesDir: path.resolve(e.RELEASES_DIR ?? path.join(dataDir, "releases")),
+    clinicalTrialsDb: path.resolve(e.CLINICAL_TRIALS_DB ?? path.join(dataDir, "clinical-trials.sqlite")),
     tedApiUrl: e.TED_API_URL,
     ted: {
       cacheTtlMs: e.TED_CACHE_TTL_MS,

@@ -6,6 +6,7 @@ import { inProcessFacilitator } from "./payments/facilitator.ts";
 import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
 import { formatRevenueReport } from "./payments/ledger-report.ts";
 import { createSettlerSigner } from "./payments/settler-signer.ts";
+import { buildProductsCommand, prepareReleases } from "./products/cli.ts";
 import { startService } from "./serve.ts";
 import { openStore } from "./store/open-store.ts";
 
@@ -13,6 +14,8 @@ const USAGE = `usage: utility402 <command>
 
 commands:
   serve    run the HTTP service (default; local test chain unless payments are configured)
+  build-products [slug ...]
+           build the products' release archives into RELEASES_DIR (all five, or the named ones)
   ledger   print revenue from settled payments by operation and by day (--json for machine output)
   facilitator [--port N]
            run a standalone x402 facilitator (GET /supported, POST /verify, POST /settle) that settles
@@ -28,6 +31,7 @@ async function serveCommand(): Promise<void> {
   // Libraries (the x402 SDK among them) write warnings with console.*: keep the output JSON lines.
   console.warn = (...args: unknown[]) => log.warn({ source: "console" }, format(...args));
   console.error = (...args: unknown[]) => log.error({ source: "console" }, format(...args));
+  await prepareReleases(config, log);
   const service = await startService(config, log);
   if (service.localChain) {
     const banner = [
@@ -106,6 +110,9 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case "serve":
       return serveCommand();
+    case "build-products":
+      process.exitCode = await buildProductsCommand(loadConfig(), args);
+      return;
     case "ledger":
       return ledgerCommand(args);
     case "facilitator":

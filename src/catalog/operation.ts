@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { z } from "zod";
 import type { LocalChain } from "../chain/local-chain.ts";
 import type { Config } from "../config.ts";
-import type { Store } from "../store/store.ts";
+import type { FileBody, Store } from "../store/store.ts";
 
 export type OperationKind = "sync" | "async" | "product";
 
@@ -40,6 +40,10 @@ export interface StartedOperation<I = unknown, O = unknown> {
 export interface OperationResult<O> {
   status?: 200 | 201 | 202;
   body: O;
+  /** Extra response headers (a download's Content-Disposition). */
+  headers?: Record<string, string>;
+  /** A download: the response body is this file, streamed by the app (`body` is ignored). */
+  file?: FileBody;
 }
 
 export interface JsonBodyLimits {

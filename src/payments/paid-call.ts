@@ -35,6 +35,12 @@ const DUPLICATE_WAIT_MS = 60_000;
 const LEASE_MARGIN_MS = 30_000;
 /** How long after a payment became final its outcome is replayed to the same payment and request. */
 const REPLAY_WINDOW_MS = 120_000;
+/**
+ * A paid download may be resumed (Range) with the same payment for an hour: a large file on a slow
+ * or broken link takes more than two minutes. Anyone who reads the payment from the chain could
+ * download the product too within this window; the buyer can share the file anyway.
+ */
+export const PRODUCT_REPLAY_WINDOW_MS = 3600_000;
 /** After validBefore (+ clock skew) an unused authorization can no longer land: the payment is over. */
 const EXPIRY_MARGIN_SECONDS = 30;
 /** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
@@ -299,8 +305,8 @@ export class PaymentGate {
       }
       answer = {
         status: result.status ?? 200,
-        headers: { "content-type": operation.outputContentType },
-        body: JSON.stringify(result.body),
+        headers: { "content-type": operation.outputContentType, ...result.headers },
+        ...(result.file ? { body: "", file: result.file } : { body: JSON.stringify(result.body) }),
       };
       await this.store.recordPendingOutcome(identity.paymentKey, answer);
     }
@@ -461,7 +467,12 @@ export class PaymentGate {
     if (record.outcome) {
       // The signed payload is public once settled (it is the transaction's calldata): replay only
       // to the client's own prompt retries, not forever to anyone who reads the chain.
-      if (this.now() > Date.parse(record.updatedAt) + REPLAY_WINDOW_MS) {
+      // A sold download may be resumed for longer; a failed one is a failure like any other.
+      const window =
+        call.operation.kind === "product" && record.state === "settled"
+          ? PRODUCT_REPLAY_WINDOW_MS
+          : REPLAY_WINDOW_MS;
+      if (this.now() > Date.parse(record.updatedAt) + window) {
         throw new Problem(
           409,
           "payment-already-used",

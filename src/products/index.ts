@@ -1,17 +1,19 @@
 import { z } from "zod";
-import { defineOperation } from "../catalog/operation.ts";
+import { defineOperation, type StartedOperation } from "../catalog/operation.ts";
+import type { ProductSlug } from "./build.ts";
+import { ReleaseShelf, readDescriptor } from "./release.ts";
 
 const NoInput = z.strictObject({});
 const ZipArchive = z.string().meta({ format: "binary", description: "A ZIP archive." });
 
 interface ProductSpec {
-  slug: string;
+  slug: ProductSlug;
   priceUsd: string;
   title: string;
   description: string;
 }
 
-/** SPEC.md's five downloadable products; their content arrives with the products issue. */
+/** SPEC.md's five downloadable products; their sources are in products/<slug>/ (see docs/products.md). */
 const PRODUCTS: ProductSpec[] = [
   {
     slug: "csv-json-quality-toolkit",
@@ -37,16 +39,55 @@ const PRODUCTS: ProductSpec[] = [
     slug: "engineering-unit-conversion-api",
     priceUsd: "19.00",
     title: "Engineering unit conversion API",
-    description: "Service source code with container packaging, an interface contract and 75 tests.",
+    description:
+      "Service source code (node:http, no runtime dependencies) generated from this service's own unit-convert " +
+      "module, with a Dockerfile, an OpenAPI 3.1 contract and more than 75 tests.",
   },
   {
     slug: "clinical-trials-outcomes-post-2020",
     priceUsd: "99.00",
     title: "Clinical trials outcomes snapshot (post-2020)",
     description:
-      "A validated outcomes snapshot of trial-level results for studies started on or after 2020-01-01.",
+      "A validated outcomes snapshot of trial-level results for studies started on or after 2020-01-01: " +
+      "the SQLite database, one CSV per table, a data dictionary and a validation report.",
   },
 ];
+
+/**
+ * A download: the release must be present and intact before the payment is settled (else 503,
+ * nothing charged); the app then streams the file. The release is looked up per request, so a
+ * release built while the service runs is sold at once; the catalog shows the release found at start.
+ */
+async function startProduct(
+  slug: ProductSlug,
+  releasesDir: string,
+): Promise<StartedOperation<unknown, unknown>> {
+  const shelf = new ReleaseShelf(releasesDir);
+  const found = readDescriptor(releasesDir, slug);
+  const missing = "missing" in found ? found.missing : undefined;
+  const release =
+    "descriptor" in found
+      ? {
+          version: found.descriptor.version,
+          file: found.descriptor.file,
+          size: found.descriptor.size,
+          sha256: found.descriptor.sha256,
+          ...found.descriptor.details,
+        }
+      : null;
+  return {
+    available: release !== null,
+    catalogDetails: release ? { release } : { release: null, unavailable: missing },
+    async handle() {
+      const file = await shelf.intact(slug);
+      return {
+        body: null,
+        file: { path: file.path, size: file.size, sha256: file.sha256 },
+        headers: { "content-disposition": `attachment; filename="${file.descriptor.file}"` },
+      };
+    },
+  };
+}
 
 export const products = PRODUCTS.map((product) =>
   defineOperation({
@@ -64,7 +105,12 @@ export const products = PRODUCTS.map((product) =>
     outputContentType: "application/zip",
     example: {},
     errorResponses: [
+      {
+        status: 416,
+        description: "The Range asks for no byte of the file (the payment stays valid for the download).",
+      },
       { status: 503, description: "The product release is temporarily unavailable; no payment is taken." },
     ],
+    start: (env) => startProduct(product.slug, env.config.releasesDir),
   }),
 );

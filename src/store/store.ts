@@ -11,6 +11,16 @@ export interface StoredOutcome {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** A download: the body is this file, streamed from disk when the outcome is sent (body is then ""). */
+  file?: FileBody;
+}
+
+/** A release file a paid download streams; its bytes never pass through the store. */
+export interface FileBody {
+  path: string;
+  size: number;
+  /** Hex sha256 of the whole file: its ETag. */
+  sha256: string;
 }
 
 export interface NewPayment {

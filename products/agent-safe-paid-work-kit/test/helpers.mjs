@@ -1,0 +1,17 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export const root = path.resolve(import.meta.dirname, "..");
+
+export function run(script, args) {
+  const result = spawnSync(process.execPath, [path.join(root, script), ...args], { encoding: "utf8", cwd: root });
+  let json;
+  try {
+    json = JSON.parse(result.stdout);
+  } catch {}
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr, json };
+}
+
+export const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "kit-test-"));

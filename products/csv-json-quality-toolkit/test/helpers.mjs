@@ -1,0 +1,23 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export const root = path.resolve(import.meta.dirname, "..");
+
+/** Runs a script of the kit; returns { status, stdout, stderr, json }. */
+export function run(script, args) {
+  const result = spawnSync(process.execPath, [path.join(root, script), ...args], { encoding: "utf8", cwd: root });
+  let json;
+  try {
+    json = JSON.parse(result.stdout);
+  } catch {}
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr, json };
+}
+
+export function tempFile(name, content) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kit-test-"));
+  const file = path.join(dir, name);
+  if (content !== undefined) fs.writeFileSync(file, content);
+  return file;
+}

@@ -1,0 +1,248 @@
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { clinicalSnapshot } from "./clinical-snapshot.ts";
+import { descriptorPath, type ReleaseDescriptor, readDescriptor, releaseFileName } from "./release.ts";
+import { type ArchiveEntry, describeEntry, hashFile, writeDeterministicZip } from "./zip.ts";
+
+/**
+ * Builds the products' release archives: collects each product's files (from products/<slug>/,
+ * generated code, or the clinical database), adds MANIFEST.json, and writes a deterministic ZIP
+ * and its descriptor into the release folder. A product whose manifest is unchanged and whose
+ * archive is intact is not rewritten (the same manifest gives the same bytes).
+ */
+
+export const PROJECT_ROOT = path.resolve(import.meta.dirname, "../..");
+export const PRODUCTS_SOURCE_DIR = path.join(PROJECT_ROOT, "products");
+
+/** The product sources that build from this repository alone; the clinical one needs a full ingest. */
+export const REPOSITORY_PRODUCTS = [
+  "csv-json-quality-toolkit",
+  "agent-safe-paid-work-kit",
+  "automation-data-toolkit-bundle",
+  "engineering-unit-conversion-api",
+] as const;
+export type RepositoryProduct = (typeof REPOSITORY_PRODUCTS)[number];
+export const CLINICAL_PRODUCT = "clinical-trials-outcomes-post-2020";
+export const PRODUCT_SLUGS = [...REPOSITORY_PRODUCTS, CLINICAL_PRODUCT] as const;
+export type ProductSlug = (typeof PRODUCT_SLUGS)[number];
+
+/** Version of the four repository products (the clinical one is versioned by its snapshot date). */
+export const TOOLKIT_VERSION = "1.0.0";
+
+export interface BuildSettings {
+  releasesDir: string;
+  clinicalDb: string;
+  /** The authored data dictionary that ships with the clinical snapshot. */
+  clinicalDictionary?: string;
+  /** Where product sources live (tests point it at a copy). */
+  sourcesDir?: string;
+}
+
+export type BuildOutcome =
+  | { product: ProductSlug; state: "built" | "unchanged"; descriptor: ReleaseDescriptor }
+  | { product: ProductSlug; state: "unbuildable"; reason: string };
+
+interface Collected {
+  version: string;
+  entries: ArchiveEntry[];
+  details?: Record<string, unknown>;
+}
+
+/** Every file under a folder as archive entries under `prefix`, sorted. */
+export function folderEntries(dir: string, prefix = ""): ArchiveEntry[] {
+  const entries: ArchiveEntry[] = [];
+  const walk = (current: string, relative: string) => {
+    for (const item of fs.readdirSync(current, { withFileTypes: true })) {
+      if (item.name === ".DS_Store" || item.name === "node_modules") continue;
+      const full = path.join(current, item.name);
+      const archivePath = relative ? `${relative}/${item.name}` : item.name;
+      if (item.isDirectory()) walk(full, archivePath);
+      else if (item.isFile()) entries.push({ path: prefix + archivePath, data: fs.readFileSync(full) });
+    }
+  };
+  walk(dir, "");
+  return entries;
+}
+
+async function collect(
+  slug: ProductSlug,
+  settings: BuildSettings,
+  workDir: string,
+): Promise<Collected | { unbuildable: string }> {
+  const sources = settings.sourcesDir ?? PRODUCTS_SOURCE_DIR;
+  const own = () => folderEntries(path.join(sources, slug));
+  switch (slug) {
+    case "csv-json-quality-toolkit":
+    case "agent-safe-paid-work-kit":
+      return { version: TOOLKIT_VERSION, entries: own() };
+    case "automation-data-toolkit-bundle":
+      return {
+        version: TOOLKIT_VERSION,
+        entries: [
+          ...own(),
+          ...folderEntries(path.join(sources, "csv-json-quality-toolkit"), "csv-json-quality-toolkit/"),
+          ...folderEntries(path.join(sources, "agent-safe-paid-work-kit"), "agent-safe-paid-work-kit/"),
+        ],
+      };
+    case "engineering-unit-conversion-api": {
+      const entries = own();
+      const pkg = entries.find((entry) => entry.path === "package.json");
+      const version = pkg && "data" in pkg ? JSON.parse(pkg.data.toString("utf8")).version : undefined;
+      if (version !== TOOLKIT_VERSION) {
+        throw new Error(`${slug}/package.json version ${version} ≠ product version ${TOOLKIT_VERSION}`);
+      }
+      // Loaded only when the product is (re)built: TypeScript and esbuild take seconds to load.
+      const { unitConversionGeneratedEntries } = await import("./unit-conversion-api.ts");
+      return { version, entries: [...entries, ...(await unitConversionGeneratedEntries(version))] };
+    }
+    case CLINICAL_PRODUCT: {
+      const snapshot = clinicalSnapshot(
+        settings.clinicalDb,
+        workDir,
+        settings.clinicalDictionary ?? path.join(PROJECT_ROOT, "docs/clinical-trials-data-dictionary.md"),
+      );
+      if ("unbuildable" in snapshot) return snapshot;
+      return { ...snapshot, entries: [...own(), ...snapshot.entries] };
+    }
+  }
+}
+
+/**
+ * What a repository product is built from (paths under the project root; folders walked): its
+ * sources, the builder, and the versions of the tools whose output lands in the archive. Broad on
+ * purpose: a false "changed" only costs a rebuild that gives the same bytes.
+ */
+function buildInputs(slug: RepositoryProduct, sourcesDir: string): string[] {
+  const builder = ["src/products", "node_modules/yazl/package.json"];
+  const folder = (name: string) => path.join(sourcesDir, name);
+  switch (slug) {
+    case "csv-json-quality-toolkit":
+    case "agent-safe-paid-work-kit":
+      return [folder(slug), ...builder];
+    case "automation-data-toolkit-bundle":
+      return [
+        folder(slug),
+        folder("csv-json-quality-toolkit"),
+        folder("agent-safe-paid-work-kit"),
+        ...builder,
+      ];
+    case "engineering-unit-conversion-api":
+      return [
+        folder(slug),
+        ...builder,
+        "src/operations/unit-convert",
+        "src/problem.ts",
+        "src/catalog",
+        "data/units.json",
+        "node_modules/zod/package.json",
+        "node_modules/typescript/package.json",
+        "node_modules/esbuild/package.json",
+      ];
+  }
+}
+
+/** sha256 over the inputs' paths and bytes, and zlib's version (compressed bytes depend on it). */
+function inputsFingerprint(slug: RepositoryProduct, sourcesDir = PRODUCTS_SOURCE_DIR): string {
+  const hash = createHash("sha256").update(`zlib ${process.versions.zlib}\n`);
+  const add = (file: string) => {
+    const stat = fs.statSync(file);
+    if (stat.isDirectory()) {
+      for (const name of fs.readdirSync(file).sort()) add(path.join(file, name));
+    } else {
+      hash.update(`${path.relative(PROJECT_ROOT, file)}\n`).update(fs.readFileSync(file));
+    }
+  };
+  for (const input of buildInputs(slug, sourcesDir)) add(path.resolve(PROJECT_ROOT, input));
+  return hash.digest("hex");
+}
+
+const isRepositoryProduct = (slug: ProductSlug): slug is RepositoryProduct =>
+  (REPOSITORY_PRODUCTS as readonly string[]).includes(slug);
+
+/** Builds one product's release (or leaves an identical one in place). */
+export async function buildProduct(slug: ProductSlug, settings: BuildSettings): Promise<BuildOutcome> {
+  // Quick path (every start of the service): nothing the product is built from has changed.
+  const inputsSha256 = isRepositoryProduct(slug) ? inputsFingerprint(slug, settings.sourcesDir) : undefined;
+  const existing = readDescriptor(settings.releasesDir, slug);
+  if (inputsSha256 && "descriptor" in existing && existing.descriptor.inputsSha256 === inputsSha256) {
+    const actual = await hashFile(path.join(settings.releasesDir, existing.descriptor.file)).catch(
+      () => undefined,
+    );
+    if (actual?.sha256 === existing.descriptor.sha256) {
+      return { product: slug, state: "unchanged", descriptor: existing.descriptor };
+    }
+  }
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), `utility402-build-${slug}-`));
+  try {
+    const collected = await collect(slug, settings, workDir);
+    if ("unbuildable" in collected)
+      return { product: slug, state: "unbuildable", reason: collected.unbuildable };
+    const { version, entries, details } = collected;
+    if (!entries.some((entry) => entry.path === "README.md")) throw new Error(`${slug} has no README.md`);
+    if (entries.some((entry) => entry.path === "MANIFEST.json"))
+      throw new Error(`${slug}: MANIFEST.json is generated`);
+    const files = await Promise.all(entries.map(describeEntry));
+    files.sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+    const manifest = Buffer.from(`${JSON.stringify({ product: slug, version, files }, null, 2)}\n`);
+    const manifestSha256 = createHash("sha256").update(manifest).digest("hex");
+
+    const file = releaseFileName(slug, version);
+    const target = path.join(settings.releasesDir, file);
+    if (
+      "descriptor" in existing &&
+      existing.descriptor.file === file &&
+      existing.descriptor.manifestSha256 === manifestSha256
+    ) {
+      const actual = await hashFile(target).catch(() => undefined);
+      if (actual?.sha256 === existing.descriptor.sha256) {
+        const descriptor = { ...existing.descriptor, ...(inputsSha256 ? { inputsSha256 } : {}) };
+        writeDescriptor(settings.releasesDir, descriptor);
+        return { product: slug, state: "unchanged", descriptor };
+      }
+    }
+
+    fs.mkdirSync(settings.releasesDir, { recursive: true });
+    // Written aside and renamed into place: a download never sees a half-written archive.
+    const partial = `${target}.${process.pid}.partial`;
+    await writeDeterministicZip([...entries, { path: "MANIFEST.json", data: manifest }], partial);
+    const { size, sha256 } = await hashFile(partial);
+    fs.renameSync(partial, target);
+    const descriptor: ReleaseDescriptor = {
+      product: slug,
+      version,
+      file,
+      size,
+      sha256,
+      manifestSha256,
+      ...(inputsSha256 ? { inputsSha256 } : {}),
+      ...(details ? { details } : {}),
+    };
+    writeDescriptor(settings.releasesDir, descriptor);
+    return { product: slug, state: "built", descriptor };
+  } finally {
+    fs.rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+function writeDescriptor(releasesDir: string, descriptor: ReleaseDescriptor): void {
+  const file = descriptorPath(releasesDir, descriptor.product);
+  fs.writeFileSync(`${file}.partial`, `${JSON.stringify(descriptor, null, 2)}\n`);
+  fs.renameSync(`${file}.partial`, file);
+}
+
+/** Builds the given products (all by default), one after another. */
+export async function buildProducts(
+  settings: BuildSettings,
+  slugs: readonly ProductSlug[] = PRODUCT_SLUGS,
+): Promise<BuildOutcome[]> {
+  const outcomes: BuildOutcome[] = [];
+  for (const slug of slugs) outcomes.push(await buildProduct(slug, settings));
+  return outcomes;
+}
+
+export const describeOutcome = (outcome: BuildOutcome) =>
+  outcome.state === "unbuildable"
+    ? `${outcome.product}: not built: ${outcome.reason}`
+    : `${outcome.product}: ${outcome.state} ${outcome.descriptor.file} (${outcome.descriptor.size} bytes, sha256 ${outcome.descriptor.sha256})`;
