@@ -10,6 +10,7 @@ import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import type { Metrics } from "./metrics.ts";
 import {
+  DOWNLOAD_TOKEN_HEADER,
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
@@ -171,6 +172,7 @@ export function buildApp(services: AppServices): Hono<Env> {
         paymentHeader,
         requestId: c.get("requestId"),
         log: requestLog,
+        downloadToken: c.req.header(DOWNLOAD_TOKEN_HEADER),
         run: () => handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now }),
       });
       // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.

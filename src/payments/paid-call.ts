@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import {
   decodePaymentSignatureHeader,
   encodePaymentRequiredHeader,
@@ -37,10 +37,13 @@ const LEASE_MARGIN_MS = 30_000;
 const REPLAY_WINDOW_MS = 120_000;
 /**
  * A paid download may be resumed (Range) with the same payment for an hour: a large file on a slow
- * or broken link takes more than two minutes. Anyone who reads the payment from the chain could
- * download the product too within this window; the buyer can share the file anyway.
+ * or broken link takes more than two minutes. Past the first two minutes a resume must also carry
+ * the download token the first answer gave (DOWNLOAD_TOKEN_HEADER): the payment itself is public on
+ * chain once settled, and must not let anyone who reads the chain download the product for an hour.
  */
 export const PRODUCT_REPLAY_WINDOW_MS = 3600_000;
+/** A secret per sold download, sent with its first answer and required to resume it after REPLAY_WINDOW_MS. */
+export const DOWNLOAD_TOKEN_HEADER = "x-download-token";
 /** After validBefore (+ clock skew) an unused authorization can no longer land: the payment is over. */
 const EXPIRY_MARGIN_SECONDS = 30;
 /** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
@@ -53,6 +56,8 @@ export interface PaidCall {
   paymentHeader: string;
   requestId: string;
   log: Logger;
+  /** The download token the client sent back to resume a paid download (DOWNLOAD_TOKEN_HEADER). */
+  downloadToken?: string;
   run: () => Promise<OperationResult<unknown>>;
 }
 
@@ -88,6 +93,9 @@ interface PaymentIdentity {
   payloadHash: string;
   requestHash: string;
 }
+
+const safeEqual = (a: string, b: string) =>
+  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -472,12 +480,18 @@ export class PaymentGate {
         call.operation.kind === "product" && record.state === "settled"
           ? PRODUCT_REPLAY_WINDOW_MS
           : REPLAY_WINDOW_MS;
-      if (this.now() > Date.parse(record.updatedAt) + window) {
+      const age = this.now() - Date.parse(record.updatedAt);
+      const token = record.outcome.headers[DOWNLOAD_TOKEN_HEADER];
+      const proven =
+        token !== undefined && call.downloadToken !== undefined && safeEqual(call.downloadToken, token);
+      if (age > window || (age > REPLAY_WINDOW_MS && !proven)) {
         throw new Problem(
           409,
           "payment-already-used",
           "Payment already used",
-          "this payment was already used and its outcome is no longer served; sign a new payment",
+          age > window || token === undefined
+            ? "this payment was already used and its outcome is no longer served; sign a new payment"
+            : `this download is resumed with its payment and the ${DOWNLOAD_TOKEN_HEADER} header its first answer carried`,
         );
       }
       return replayed(record.outcome);

@@ -1,10 +1,11 @@
 import fs from "node:fs";
 import { Readable } from "node:stream";
+import { DOWNLOAD_TOKEN_HEADER } from "../payments/paid-call.ts";
 import { Problem } from "../problem.ts";
 import type { FileBody, StoredOutcome } from "../store/store.ts";
 
 /** Request headers a browser-based agent may send to resume a download. */
-export const DOWNLOAD_REQUEST_HEADERS = ["range", "if-range"];
+export const DOWNLOAD_REQUEST_HEADERS = ["range", "if-range", DOWNLOAD_TOKEN_HEADER];
 /** Response headers such an agent needs to read. */
 export const DOWNLOAD_RESPONSE_HEADERS = [
   "content-disposition",
@@ -13,6 +14,7 @@ export const DOWNLOAD_RESPONSE_HEADERS = [
   "accept-ranges",
   "etag",
   "x-payment-replayed",
+  DOWNLOAD_TOKEN_HEADER,
 ];
 
 export type ByteRange = { start: number; end: number };

@@ -1,5 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { defineOperation, type StartedOperation } from "../catalog/operation.ts";
+import { DOWNLOAD_TOKEN_HEADER } from "../payments/paid-call.ts";
 import type { ProductSlug } from "./build.ts";
 import { ReleaseShelf, readDescriptor } from "./release.ts";
 
@@ -83,7 +85,11 @@ async function startProduct(
       return {
         body: null,
         file: { path: file.path, size: file.size, sha256: file.sha256 },
-        headers: { "content-disposition": `attachment; filename="${file.descriptor.file}"` },
+        headers: {
+          "content-disposition": `attachment; filename="${file.descriptor.file}"`,
+          // Resuming this download after two minutes needs this secret as well as the (public) payment.
+          [DOWNLOAD_TOKEN_HEADER]: randomBytes(24).toString("base64url"),
+        },
       };
     },
   };

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
-import { PRODUCT_REPLAY_WINDOW_MS } from "../../src/payments/paid-call.ts";
+import { DOWNLOAD_TOKEN_HEADER, PRODUCT_REPLAY_WINDOW_MS } from "../../src/payments/paid-call.ts";
 import {
   buildProducts,
   CLINICAL_PRODUCT,
@@ -199,15 +199,37 @@ describe("product downloads on the local chain", () => {
     expect(await balanceOf(payer.address)).toBe(before - PRICES[slug]);
   });
 
-  it("a product payment is replayed for an hour after settlement (a sync call's for two minutes), then 409", async () => {
+  it("a product payment is replayed for two minutes, then for an hour only with its download token, then 409", async () => {
     const slug = "csv-json-quality-toolkit";
     const payment = await signFor(slug);
-    expect((await fetch(url(slug), { headers: payment })).status).toBe(200);
+    const first = await fetch(url(slug), { headers: payment });
+    expect(first.status).toBe(200);
+    await first.arrayBuffer();
+    const token = first.headers.get(DOWNLOAD_TOKEN_HEADER) as string;
+    expect(token).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    // Within two minutes the payment alone resumes (the client's own prompt retry of a lost answer).
+    clockOffset = 60_000;
+    expect((await fetch(url(slug), { headers: { ...payment, range: "bytes=0-0" } })).status).toBe(206);
+    // Later the payment alone is not enough: it is public on chain once settled.
     clockOffset = 30 * 60_000;
-    const later = await fetch(url(slug), { headers: { ...payment, range: "bytes=0-0" } });
+    const withoutToken = await fetch(url(slug), { headers: { ...payment, range: "bytes=0-0" } });
+    expect(withoutToken.status).toBe(409);
+    expect((await withoutToken.json()).detail).toContain(DOWNLOAD_TOKEN_HEADER);
+    const wrongToken = await fetch(url(slug), {
+      headers: {
+        ...payment,
+        range: "bytes=0-0",
+        [DOWNLOAD_TOKEN_HEADER]: token.replace(/^./, (c) => (c === "A" ? "B" : "A")),
+      },
+    });
+    expect(wrongToken.status).toBe(409);
+    const later = await fetch(url(slug), {
+      headers: { ...payment, range: "bytes=0-0", [DOWNLOAD_TOKEN_HEADER]: token },
+    });
     expect(later.status).toBe(206);
+    expect(later.headers.get(DOWNLOAD_TOKEN_HEADER)).toBe(token);
     clockOffset = PRODUCT_REPLAY_WINDOW_MS + 60_000;
-    const tooLate = await fetch(url(slug), { headers: payment });
+    const tooLate = await fetch(url(slug), { headers: { ...payment, [DOWNLOAD_TOKEN_HEADER]: token } });
     expect(tooLate.status).toBe(409);
     expect((await tooLate.json()).type).toBe("urn:utility402:problem:payment-already-used");
     clockOffset = 0;
