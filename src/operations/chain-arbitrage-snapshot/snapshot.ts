@@ -76,13 +76,17 @@ function rpcProblem(error: unknown, blockNumber: number | undefined): Problem {
   if (error instanceof Problem) return error;
   const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
   if (isTransportError(error)) return chainUnavailable(`the chain RPC could not be reached (${message})`);
-  const detail = [error, (error as { cause?: unknown })?.cause]
-    .map((e) => (e instanceof Error ? (e as Error & { details?: string }).details ?? e.message : ""))
-    .join(" ");
+  // The node's own words are deep in viem's cause chain (geth: "header not found"; anvil:
+  // "BlockOutOfRangeError: block height is …").
+  const texts: string[] = [];
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    texts.push(e.message, (e as Error & { details?: string }).details ?? "");
+  }
+  const detail = texts.join(" ");
   if (
     blockNumber !== undefined &&
     /block|header/i.test(detail) &&
-    /not found|out of range|unknown|future|missing|not available|pruned/i.test(detail)
+    /not found|out ?of ?range|unknown|future|missing|not available|pruned/i.test(detail)
   ) {
     return invalidRequest([
       {
