@@ -39,7 +39,10 @@ interface SolcOutput {
   errors?: { severity: string; formattedMessage: string }[];
   contracts: Record<
     string,
-    Record<string, { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>
+    Record<
+      string,
+      { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }
+    >
   >;
 }
 

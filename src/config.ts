@@ -56,17 +56,25 @@ const EnvSchema = z.object({
   RPC_FALLBACK_URLS: optional(
     z
       .string()
-      .transform((list) => list.split(",").map((url) => url.trim()).filter(Boolean))
+      .transform((list) =>
+        list
+          .split(",")
+          .map((url) => url.trim())
+          .filter(Boolean),
+      )
       .pipe(z.array(httpUrl)),
   ).default([]),
   ARBITRAGE_RPC_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(60_000)).default(5000),
-  ARBITRAGE_PRIORITY_FEE_WEI: optional(z.string().regex(/^\d{1,30}$/, "must be a whole number of wei")).default(
-    "1000000",
-  ),
+  ARBITRAGE_PRIORITY_FEE_WEI: optional(
+    z.string().regex(/^\d{1,30}$/, "must be a whole number of wei"),
+  ).default("1000000"),
   ARBITRAGE_FEED_MAX_AGE_SECONDS: optional(z.coerce.number().int().min(1)).default(1200),
   ...(Object.fromEntries(
     Object.values(ARBITRAGE_ADDRESS_VARIABLES).map((name) => [name, optional(address)]),
-  ) as Record<(typeof ARBITRAGE_ADDRESS_VARIABLES)[ArbitrageContract], ReturnType<typeof optional<typeof address>>>),
+  ) as Record<
+    (typeof ARBITRAGE_ADDRESS_VARIABLES)[ArbitrageContract],
+    ReturnType<typeof optional<typeof address>>
+  >),
   X402_SETTLEMENT_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(600_000)).default(30_000),
   LOCAL_CHAIN_PORT: optional(port).default(8545),
   LOCAL_CHAIN_STATE: optional(z.string()),

@@ -31,7 +31,11 @@ export async function startRpcStandIn(upstream?: string): Promise<RpcStandIn> {
       held.add(response);
       return;
     }
-    const answer = await fetch(upstream, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const answer = await fetch(upstream, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
     response.writeHead(answer.status, { "content-type": "application/json" });
     response.end(await answer.text());
   });

@@ -5,18 +5,29 @@ import {
   createWalletClient,
   http,
   maxUint256,
+  type PublicClient,
   parseAbi,
   parseEther,
-  type PublicClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
-import { LOCAL_DEX, LOCAL_DEX_DEPLOYER, LOCAL_SLIPSTREAM_FEE } from "../../src/chain/dex/local-dex.ts";
+import {
+  ensureLocalDex,
+  LOCAL_DEX,
+  LOCAL_DEX_DEPLOYER,
+  LOCAL_ETH_USD,
+  LOCAL_SLIPSTREAM_FEE,
+} from "../../src/chain/dex/local-dex.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
+import { createLogger } from "../../src/log.ts";
 import { LOCAL_CHAIN_ADDRESSES } from "../../src/operations/chain-arbitrage-snapshot/addresses.ts";
 import { parseUnitsExact } from "../../src/operations/chain-arbitrage-snapshot/decimal.ts";
-import { chainArbitrageSnapshot, snapshotClient } from "../../src/operations/chain-arbitrage-snapshot/index.ts";
+import {
+  chainArbitrageSnapshot,
+  snapshotClient,
+} from "../../src/operations/chain-arbitrage-snapshot/index.ts";
 import {
   type ChainArbitrageSnapshotOutput,
   ChainArbitrageSnapshotRequest,
@@ -32,10 +43,7 @@ import { startRpcStandIn } from "./chain-arbitrage-snapshot-rpc-stand-in.ts";
 const PRICE = 30_000n; // USD 0.03 in USDC atomic units
 const { usdc: USDC, weth: WETH } = LOCAL_CHAIN_ADDRESSES;
 
-const ERC20 = parseAbi([
-  "function approve(address, uint256) returns (bool)",
-  "function deposit() payable",
-]);
+const ERC20 = parseAbi(["function approve(address, uint256) returns (bool)", "function deposit() payable"]);
 const SWAP_ROUTER = parseAbi([
   "function exactInputSingle((address tokenIn, address tokenOut, uint24 fee, address recipient, uint256 deadline, uint256 amountIn, uint256 amountOutMinimum, uint160 sqrtPriceLimitX96) params) payable returns (uint256 amountOut)",
 ]);
@@ -44,6 +52,7 @@ const AERODROME_ROUTER = parseAbi([
   "function swapExactTokensForTokens(uint256 amountIn, uint256 amountOutMin, Route[] routes, address to, uint256 deadline) returns (uint256[] amounts)",
 ]);
 const AERODROME_FACTORY = parseAbi(["function setFee(bool stable, uint256 fee)"]);
+const FEED = parseAbi(["function postAnswer(int256 answer, uint256 timestamp)"]);
 
 const units = (leg: { direction: string }, side: "in" | "out") =>
   (leg.direction === "USDC->WETH") === (side === "in") ? 6 : 18;
@@ -85,8 +94,8 @@ function checkArithmetic(body: ChainArbitrageSnapshotOutput) {
     expect(parseUnitsExact(trip.netPnlUsdc, 6)).toBe(gross - gasUsd);
     expect(trip.netBps).toBeCloseTo((Number(gross - gasUsd) / Number(usdcIn)) * 10_000, 2);
   });
-  const best = [...body.roundTrips].sort(
-    (a, b) => Number(parseUnitsExact(b.netPnlUsdc, 6) - parseUnitsExact(a.netPnlUsdc, 6)),
+  const best = [...body.roundTrips].sort((a, b) =>
+    Number(parseUnitsExact(b.netPnlUsdc, 6) - parseUnitsExact(a.netPnlUsdc, 6)),
   )[0];
   expect(body.best).toEqual({
     buyOn: best?.buyOn,
@@ -113,7 +122,7 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
     chain = createPublicClient({ transport: http(rpcUrl) });
     balanceOf = usdcBalances(rpcUrl);
     // The trader that simulates the swaps directly: some WETH, and both routers approved.
-    const wallet = createWalletClient({ account: trader, transport: http(rpcUrl), chain: null });
+    const wallet = createWalletClient({ account: trader, transport: http(rpcUrl), chain: base });
     const send = async (request: Parameters<typeof wallet.writeContract>[0]) => {
       const hash = await wallet.writeContract({ ...request, gas: 200_000n } as any);
       expect((await chain.waitForTransactionReceipt({ hash })).status).toBe("success");
@@ -121,7 +130,12 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
     await send({ address: WETH, abi: ERC20, functionName: "deposit", value: parseEther("5") } as any);
     for (const token of [USDC, WETH]) {
       for (const spender of [LOCAL_DEX.uniswapV3SwapRouter, LOCAL_DEX.aerodromeRouter]) {
-        await send({ address: token, abi: ERC20, functionName: "approve", args: [spender, maxUint256] } as any);
+        await send({
+          address: token,
+          abi: ERC20,
+          functionName: "approve",
+          args: [spender, maxUint256],
+        } as any);
       }
     }
   });
@@ -130,14 +144,26 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
   });
 
   /** What the swap itself returns, simulated from the trader at the snapshot's block. */
-  async function simulateSwap(venue: VenueId, tokenIn: Address, tokenOut: Address, amountIn: bigint, block: bigint) {
+  async function simulateSwap(
+    venue: VenueId,
+    tokenIn: Address,
+    tokenOut: Address,
+    amountIn: bigint,
+    block: bigint,
+  ) {
     if (venue === "aerodrome:volatile") {
       const { result } = await chain.simulateContract({
         account: trader.address,
         address: LOCAL_DEX.aerodromeRouter,
         abi: AERODROME_ROUTER,
         functionName: "swapExactTokensForTokens",
-        args: [amountIn, 0n, [{ from: tokenIn, to: tokenOut, stable: false, factory: LOCAL_DEX.aerodromeFactory }], trader.address, maxUint256],
+        args: [
+          amountIn,
+          0n,
+          [{ from: tokenIn, to: tokenOut, stable: false, factory: LOCAL_DEX.aerodromeFactory }],
+          trader.address,
+          maxUint256,
+        ],
         blockNumber: block,
       });
       return result[result.length - 1];
@@ -149,7 +175,18 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
       address: LOCAL_DEX.uniswapV3SwapRouter,
       abi: SWAP_ROUTER,
       functionName: "exactInputSingle",
-      args: [{ tokenIn, tokenOut, fee, recipient: trader.address, deadline: maxUint256, amountIn, amountOutMinimum: 0n, sqrtPriceLimitX96: 0n }],
+      args: [
+        {
+          tokenIn,
+          tokenOut,
+          fee,
+          recipient: trader.address,
+          deadline: maxUint256,
+          amountIn,
+          amountOutMinimum: 0n,
+          sqrtPriceLimitX96: 0n,
+        },
+      ],
       blockNumber: block,
     });
     return result;
@@ -182,12 +219,22 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
     expect(body.gas.baseFeeWei).toBe(String(block.baseFeePerGas));
     for (const leg of body.legs) {
       const amountIn = parseUnitsExact(leg.amountIn, units(leg, "in"));
-      const swapped = await simulateSwap(leg.venue, leg.tokenIn as Address, leg.tokenOut as Address, amountIn, block.number);
+      const swapped = await simulateSwap(
+        leg.venue,
+        leg.tokenIn as Address,
+        leg.tokenOut as Address,
+        amountIn,
+        block.number,
+      );
       expect(swapped).toBe(parseUnitsExact(leg.amountOut, units(leg, "out")));
     }
     checkArithmetic(body);
     // Local prices: WETH is cheaper on the Aerodrome venue (2985) than on Uniswap's 0.05 % pool (3000).
-    expect(body.best).toMatchObject({ buyOn: "aerodrome:volatile", sellOn: "uniswap-v3:500", profitable: true });
+    expect(body.best).toMatchObject({
+      buyOn: "aerodrome:volatile",
+      sellOn: "uniswap-v3:500",
+      profitable: true,
+    });
   });
 
   it("answers every pair of venues in both directions, and each quote matches the swap", async () => {
@@ -197,13 +244,22 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
       const response = await snapshot({ amountUsdc: 250.5, venues });
       expect(response.status, venues.join(" / ")).toBe(200);
       const body = (await response.json()) as ChainArbitrageSnapshotOutput;
-      expect(body.roundTrips.map((trip) => [trip.buyOn, trip.sellOn])).toEqual([venues, [venues[1], venues[0]]]);
+      expect(body.roundTrips.map((trip) => [trip.buyOn, trip.sellOn])).toEqual([
+        venues,
+        [venues[1], venues[0]],
+      ]);
       checkArithmetic(body);
       for (const leg of body.legs) {
         const amountIn = parseUnitsExact(leg.amountIn, units(leg, "in"));
-        expect(await simulateSwap(leg.venue, leg.tokenIn as Address, leg.tokenOut as Address, amountIn, BigInt(body.blockNumber))).toBe(
-          parseUnitsExact(leg.amountOut, units(leg, "out")),
-        );
+        expect(
+          await simulateSwap(
+            leg.venue,
+            leg.tokenIn as Address,
+            leg.tokenOut as Address,
+            amountIn,
+            BigInt(body.blockNumber),
+          ),
+        ).toBe(parseUnitsExact(leg.amountOut, units(leg, "out")));
       }
     }
   });
@@ -214,7 +270,11 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
     const test = createTestClient({ mode: "anvil", transport: http(rpcUrl) });
     await test.impersonateAccount({ address: LOCAL_DEX_DEPLOYER });
     try {
-      const feeManager = createWalletClient({ account: LOCAL_DEX_DEPLOYER, transport: http(rpcUrl), chain: null });
+      const feeManager = createWalletClient({
+        account: LOCAL_DEX_DEPLOYER,
+        transport: http(rpcUrl),
+        chain: base,
+      });
       const setFee = async (bps: bigint) => {
         const hash = await feeManager.writeContract({
           address: LOCAL_DEX.aerodromeFactory,
@@ -258,10 +318,49 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
     }
   });
 
+  it("a stale ETH/USD feed is a warning; a chain that has the DEX does not get it again", async () => {
+    const head = await chain.getBlockNumber();
+    await ensureLocalDex(rpcUrl, createLogger("silent"));
+    expect(await chain.getBlockNumber()).toBe(head);
+
+    const test = createTestClient({ mode: "anvil", transport: http(rpcUrl) });
+    await test.impersonateAccount({ address: LOCAL_DEX_DEPLOYER });
+    const feedOwner = createWalletClient({
+      account: LOCAL_DEX_DEPLOYER,
+      transport: http(rpcUrl),
+      chain: base,
+    });
+    const post = async (answer: bigint, secondsAgo: bigint) => {
+      const { timestamp } = await chain.getBlock();
+      const hash = await feedOwner.writeContract({
+        address: LOCAL_DEX.chainlinkEthUsd,
+        abi: FEED,
+        functionName: "postAnswer",
+        args: [answer, timestamp - secondsAgo],
+        gas: 100_000n,
+      });
+      expect((await chain.waitForTransactionReceipt({ hash })).status).toBe("success");
+    };
+    try {
+      await post(3100n * 10n ** 8n, 7200n);
+      const response = await snapshot({});
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as ChainArbitrageSnapshotOutput;
+      expect(body.ethUsd.price).toBe("3100");
+      expect(body.ethUsd.ageSeconds).toBeGreaterThanOrEqual(7200);
+      expect(body.warnings).toEqual([expect.stringContaining("the ETH/USD feed is stale")]);
+      checkArithmetic(body);
+    } finally {
+      await post(LOCAL_ETH_USD, 0n);
+      await test.stopImpersonatingAccount({ address: LOCAL_DEX_DEPLOYER });
+    }
+  });
+
   it("a block before the pools existed is a 400 naming each missing pool, never charged", async () => {
     // The block of the DEX's first transaction (the Uniswap V3 factory): no pool exists yet.
     let block = 1n;
-    while ((await chain.getTransactionCount({ address: LOCAL_DEX_DEPLOYER, blockNumber: block })) === 0) block++;
+    while ((await chain.getTransactionCount({ address: LOCAL_DEX_DEPLOYER, blockNumber: block })) === 0)
+      block++;
     const before = await balanceOf(payer.address);
     const response = await snapshot({
       venues: ["uniswap-v3:3000", "aerodrome-slipstream:100"],
@@ -285,17 +384,29 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
     const cases: [unknown, { pointer: string; message: unknown }[]][] = [
       [{ amountUsdc: 9.99 }, [{ pointer: "/amountUsdc", message: expect.stringContaining("10") }]],
       [{ amountUsdc: 1_000_001 }, [{ pointer: "/amountUsdc", message: expect.stringContaining("1000000") }]],
-      [{ amountUsdc: 100.0000001 }, [{ pointer: "/amountUsdc", message: expect.stringContaining("6 decimals") }]],
+      [
+        { amountUsdc: 100.0000001 },
+        [{ pointer: "/amountUsdc", message: expect.stringContaining("6 decimals") }],
+      ],
       [{ amountUsdc: "100" }, [{ pointer: "/amountUsdc", message: expect.any(String) }]],
-      [{ venues: ["uniswap-v3:500", "sushiswap"] }, [{ pointer: "/venues/1", message: expect.stringContaining("must be one of") }]],
-      [{ venues: ["uniswap-v3:500", "uniswap-v3:500"] }, [{ pointer: "/venues/1", message: "the two venues must differ" }]],
+      [
+        { venues: ["uniswap-v3:500", "sushiswap"] },
+        [{ pointer: "/venues/1", message: expect.stringContaining("must be one of") }],
+      ],
+      [
+        { venues: ["uniswap-v3:500", "uniswap-v3:500"] },
+        [{ pointer: "/venues/1", message: "the two venues must differ" }],
+      ],
       [{ venues: ["uniswap-v3:500"] }, [{ pointer: "/venues", message: expect.any(String) }]],
       [{ blockNumber: -1 }, [{ pointer: "/blockNumber", message: expect.any(String) }]],
       [{ amount: 5 }, [{ pointer: "/amount", message: "unknown property (not allowed)" }]],
     ];
     const before = await balanceOf(payer.address);
     for (const [body, errors] of cases) {
-      for (const response of [await snapshot(body), await fetch(`${service.url}/v1/chain-arbitrage-snapshot`, jsonPost(body))]) {
+      for (const response of [
+        await snapshot(body),
+        await fetch(`${service.url}/v1/chain-arbitrage-snapshot`, jsonPost(body)),
+      ]) {
         expect(response.status, JSON.stringify(body)).toBe(400);
         expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
         expect((await response.json()).errors).toEqual(errors);
@@ -311,7 +422,11 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
   it("takes two RPC round trips per snapshot, and falls back to the next RPC when the first is down", async () => {
     const standIn = await startRpcStandIn(rpcUrl);
     try {
-      const settings = { addresses: LOCAL_CHAIN_ADDRESSES, priorityFeeWei: 1_000_000n, feedMaxAgeSeconds: 1200 };
+      const settings = {
+        addresses: LOCAL_CHAIN_ADDRESSES,
+        priorityFeeWei: 1_000_000n,
+        feedMaxAgeSeconds: 1200,
+      };
       const input = ChainArbitrageSnapshotRequest.parse({});
       await takeSnapshot(snapshotClient([standIn.url], 5000), settings, input);
       expect(standIn.roundTrips).toBe(2);
@@ -351,10 +466,16 @@ describe("chain-arbitrage-snapshot when the chain RPC fails", () => {
     const hung = await payer.fetch(`${service.url}/v1/chain-arbitrage-snapshot`, jsonPost({}));
     expect(hung.status).toBe(502);
     expect(hung.headers.get("content-type")).toContain("application/problem+json");
-    expect(await hung.json()).toMatchObject({ status: 502, detail: expect.stringContaining("nothing was charged") });
+    expect(await hung.json()).toMatchObject({
+      status: 502,
+      detail: expect.stringContaining("nothing was charged"),
+    });
     expect(rpc.roundTrips).toBe(1);
     await rpc.close();
-    const dead = await payer.fetch(`${service.url}/v1/chain-arbitrage-snapshot`, jsonPost({ amountUsdc: 20 }));
+    const dead = await payer.fetch(
+      `${service.url}/v1/chain-arbitrage-snapshot`,
+      jsonPost({ amountUsdc: 20 }),
+    );
     expect(dead.status).toBe(502);
     expect((await dead.json()).detail).toContain("could not be reached");
     expect(await balanceOf(payer.address)).toBe(before);

@@ -246,13 +246,13 @@ export async function ensureLocalDex(rpcUrl: string, log: Logger): Promise<Local
     const spacing = TICK_SPACING[fee] as number;
     const upper = Math.floor(MAX_TICK / spacing) * spacing;
     // Full range: the USDC side holds about liquidity · sqrtPrice.
-    const liquidity = (POOL_DEPTH_USDC[venue] * USDC_UNIT << 96n) / sqrtPrice;
-    await call(
-      LOCAL_DEX.uniswapV3LiquidityProvider,
-      ownArtifact("UniswapV3LiquidityProvider").abi,
-      "mint",
-      [pool, -upper, upper, liquidity],
-    );
+    const liquidity = ((POOL_DEPTH_USDC[venue] * USDC_UNIT) << 96n) / sqrtPrice;
+    await call(LOCAL_DEX.uniswapV3LiquidityProvider, ownArtifact("UniswapV3LiquidityProvider").abi, "mint", [
+      pool,
+      -upper,
+      upper,
+      liquidity,
+    ]);
   }
 
   // The Aerodrome-shaped volatile pool: both tokens transferred in, then mint() takes them.
@@ -278,8 +278,10 @@ export async function ensureLocalDex(rpcUrl: string, log: Logger): Promise<Local
 
   const receipts = await Promise.all(hashes.map((hash) => client.getTransactionReceipt({ hash })));
   const failed = receipts.findIndex((receipt) => receipt.status !== "success");
-  if (failed >= 0) throw new Error(`local DEX set-up: transaction ${failed + 1} of ${hashes.length} reverted`);
-  if (next !== FINAL_NONCE) throw new Error(`local DEX set-up sent ${next} transactions, expected ${FINAL_NONCE}`);
+  if (failed >= 0)
+    throw new Error(`local DEX set-up: transaction ${failed + 1} of ${hashes.length} reverted`);
+  if (next !== FINAL_NONCE)
+    throw new Error(`local DEX set-up sent ${next} transactions, expected ${FINAL_NONCE}`);
   await request({ method: "anvil_stopImpersonatingAccount", params: [LOCAL_DEX_DEPLOYER] });
   await request({ method: "anvil_stopImpersonatingAccount", params: [USDC_ADMIN] });
   log.info({ ...LOCAL_DEX, ms: Date.now() - started }, "local chain: DEX deployed");

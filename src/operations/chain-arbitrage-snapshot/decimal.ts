@@ -15,8 +15,10 @@ export function formatUnitsExact(value: bigint, decimals: number): string {
 /** A decimal string with at most `decimals` places → atomic units (throws on more places). */
 export function parseUnitsExact(text: string, decimals: number): bigint {
   const match = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text);
-  if (!match || (match[3]?.length ?? 0) > decimals) throw new Error(`"${text}" is not a decimal with ≤ ${decimals} places`);
-  const atomic = BigInt(match[2] as string) * 10n ** BigInt(decimals) + BigInt((match[3] ?? "").padEnd(decimals, "0"));
+  if (!match || (match[3]?.length ?? 0) > decimals)
+    throw new Error(`"${text}" is not a decimal with ≤ ${decimals} places`);
+  const atomic =
+    BigInt(match[2] as string) * 10n ** BigInt(decimals) + BigInt((match[3] ?? "").padEnd(decimals, "0"));
   return match[1] ? -atomic : atomic;
 }
 
@@ -33,7 +35,9 @@ export function divRound(numerator: bigint, denominator: bigint): bigint {
 /** numerator / denominator rounded up (towards +∞), for costs. */
 export function divCeil(numerator: bigint, denominator: bigint): bigint {
   const quotient = numerator / denominator;
-  return quotient * denominator === numerator || numerator < 0n !== denominator < 0n ? quotient : quotient + 1n;
+  return quotient * denominator === numerator || numerator < 0n !== denominator < 0n
+    ? quotient
+    : quotient + 1n;
 }
 
 /** part / whole in basis points, rounded half away from zero to 2 decimals. */

@@ -5,8 +5,8 @@ import { Problem } from "../../problem.ts";
 import { BASE_MAINNET_ADDRESSES, type ChainAddresses, LOCAL_CHAIN_ADDRESSES } from "./addresses.ts";
 import {
   type ChainArbitrageSnapshotInput,
-  ChainArbitrageSnapshotRequest,
   type ChainArbitrageSnapshotOutput,
+  ChainArbitrageSnapshotRequest,
   ChainArbitrageSnapshotResponse,
   VENUES,
 } from "./schema.ts";
@@ -20,7 +20,10 @@ import { type SnapshotSettings, takeSnapshot } from "./snapshot.ts";
 export function snapshotClient(urls: string[], timeoutMs: number): PublicClient {
   const transports = urls.map((url) => http(url, { timeout: timeoutMs, retryCount: 0, batch: true }));
   return createPublicClient({
-    transport: transports.length === 1 ? (transports[0] as ReturnType<typeof http>) : fallback(transports, { retryCount: 0 }),
+    transport:
+      transports.length === 1
+        ? (transports[0] as ReturnType<typeof http>)
+        : fallback(transports, { retryCount: 0 }),
   });
 }
 
@@ -49,7 +52,10 @@ export const chainArbitrageSnapshot = defineOperation({
   outputContentType: "application/json",
   example: { input: { amountUsdc: 1000, venues: ["uniswap-v3:500", "aerodrome:volatile"] } },
   errorResponses: [
-    { status: 502, description: "The chain RPC is unreachable, timed out or answered an error; nothing is charged." },
+    {
+      status: 502,
+      description: "The chain RPC is unreachable, timed out or answered an error; nothing is charged.",
+    },
     { status: 503, description: "No chain RPC is configured (RPC_URL); nothing is charged." },
   ],
   async start({ config, localChain, log }) {
@@ -70,10 +76,19 @@ export const chainArbitrageSnapshot = defineOperation({
     const rpc = urls.map((url) => (url === localChain?.rpcUrl ? "local chain" : hostOf(url))).join(", ");
     return {
       available: client !== undefined,
-      catalogDetails: { rpc: rpc || "none configured (set RPC_URL)", venues: [...VENUES], contracts: addresses },
+      catalogDetails: {
+        rpc: rpc || "none configured (set RPC_URL)",
+        venues: [...VENUES],
+        contracts: addresses,
+      },
       async handle(input: ChainArbitrageSnapshotInput): Promise<{ body: ChainArbitrageSnapshotOutput }> {
         if (!client) {
-          throw new Problem(503, "chain-not-configured", "No chain RPC", "set RPC_URL to quote Base; nothing was charged");
+          throw new Problem(
+            503,
+            "chain-not-configured",
+            "No chain RPC",
+            "set RPC_URL to quote Base; nothing was charged",
+          );
         }
         return { body: await takeSnapshot(client, settings, input) };
       },

@@ -61,7 +61,9 @@ const Leg = z.object({
   direction: z.enum(["USDC->WETH", "WETH->USDC"]),
   tokenIn: address,
   tokenOut: address,
-  feeBps: z.number().meta({ description: "The pool's swap fee as read on-chain at the block, in basis points." }),
+  feeBps: z
+    .number()
+    .meta({ description: "The pool's swap fee as read on-chain at the block, in basis points." }),
   amountIn: decimal("Exact on-chain input, in token units."),
   amountOut: decimal("Exact on-chain quote, in token units."),
   effectivePrice: decimal("USDC per WETH of this leg, fee included (rounded half up to 6 decimals)."),
@@ -69,7 +71,9 @@ const Leg = z.object({
     description:
       "How far amountOut falls short of the pool's spot price after its fee, in basis points (2 decimals).",
   }),
-  gasUnits: z.int().meta({ description: "Quoter estimate (or the venue's fixed figure) plus the fixed overhead." }),
+  gasUnits: z
+    .int()
+    .meta({ description: "Quoter estimate (or the venue's fixed figure) plus the fixed overhead." }),
   gasEstimateSource: z.enum(["quoter", "fixed"]),
   l1FeeWei: decimal("Base's L1 data fee for a transaction of this swap's size (GasPriceOracle.getL1Fee)."),
   gasCostWei: decimal("gasUnits × gas price + l1FeeWei, in wei."),
@@ -85,7 +89,9 @@ const RoundTrip = z.object({
   gasWei: decimal("Both legs' gasCostWei."),
   gasUsd: decimal("gasWei at the feed's ETH/USD price, rounded up to a whole USDC atomic unit (6 decimals)."),
   netPnlUsdc: decimal("grossPnlUsdc − gasUsd, exact."),
-  netBps: z.number().meta({ description: "netPnlUsdc / usdcIn in basis points (rounded half away from 0, 2 decimals)." }),
+  netBps: z
+    .number()
+    .meta({ description: "netPnlUsdc / usdcIn in basis points (rounded half away from 0, 2 decimals)." }),
 });
 
 export const ChainArbitrageSnapshotResponse = z

@@ -3,8 +3,8 @@ import {
   decodeFunctionResult,
   encodeFunctionData,
   type Hex,
-  parseAbi,
   type PublicClient,
+  parseAbi,
   serializeTransaction,
   zeroAddress,
 } from "viem";
@@ -124,7 +124,8 @@ const multicallRead = (multicall3: Address, functionName: "getBlockNumber" | "ge
   target: multicall3,
   callData: encodeFunctionData({ abi: MULTICALL3_ABI, functionName }),
 });
-const decodeUint = (data: Hex) => decodeFunctionResult({ abi: MULTICALL3_ABI, functionName: "getBlockNumber", data });
+const decodeUint = (data: Hex) =>
+  decodeFunctionResult({ abi: MULTICALL3_ABI, functionName: "getBlockNumber", data });
 
 /**
  * The unsigned EIP-1559 transaction a trader would send for this swap: GasPriceOracle.getL1Fee
@@ -159,7 +160,11 @@ interface LegFacts {
 
 type LegOutput = ChainArbitrageSnapshotOutput["legs"][number];
 
-function describeLeg(leg: LegFacts, addresses: ChainAddresses, gasPriceWei: bigint): LegOutput & { gasWei: bigint } {
+function describeLeg(
+  leg: LegFacts,
+  addresses: ChainAddresses,
+  gasPriceWei: bigint,
+): LegOutput & { gasWei: bigint } {
   const buying = leg.direction === "USDC->WETH";
   const { amountIn } = leg;
   const { amountOut } = leg.quote;
@@ -216,8 +221,14 @@ export async function takeSnapshot(
     [
       multicallRead(multicall3, "getBlockNumber"),
       multicallRead(multicall3, "getChainId"),
-      { target: addresses.chainlinkEthUsd, callData: encodeFunctionData({ abi: FEED_ABI, functionName: "latestRoundData" }) },
-      { target: addresses.chainlinkEthUsd, callData: encodeFunctionData({ abi: FEED_ABI, functionName: "decimals" }) },
+      {
+        target: addresses.chainlinkEthUsd,
+        callData: encodeFunctionData({ abi: FEED_ABI, functionName: "latestRoundData" }),
+      },
+      {
+        target: addresses.chainlinkEthUsd,
+        callData: encodeFunctionData({ abi: FEED_ABI, functionName: "decimals" }),
+      },
       ...venues.map((v) => v.poolLookup),
       ...venues.map((v) => v.quote(usdc, weth, usdcIn)),
       ...venues.map((v) => ({
@@ -273,7 +284,10 @@ export async function takeSnapshot(
   const l1Fees = venues.map((v, i) => required(first[8 + i], `${v.id} L1 fee (GasPriceOracle)`, decodeUint));
 
   // Sell on the other venue the WETH each venue's buy returned.
-  const sellCalls = [venues[1].quote(weth, usdc, buys[0].amountOut), venues[0].quote(weth, usdc, buys[1].amountOut)];
+  const sellCalls = [
+    venues[1].quote(weth, usdc, buys[0].amountOut),
+    venues[0].quote(weth, usdc, buys[1].amountOut),
+  ];
   const [block, second] = await Promise.all([
     client.getBlock({ blockNumber }),
     aggregate(
@@ -354,9 +368,10 @@ export async function takeSnapshot(
       net,
     };
   });
-  const best = (roundTrips[0] as (typeof roundTrips)[number]).net >= (roundTrips[1] as (typeof roundTrips)[number]).net
-    ? (roundTrips[0] as (typeof roundTrips)[number])
-    : (roundTrips[1] as (typeof roundTrips)[number]);
+  const best =
+    (roundTrips[0] as (typeof roundTrips)[number]).net >= (roundTrips[1] as (typeof roundTrips)[number]).net
+      ? (roundTrips[0] as (typeof roundTrips)[number])
+      : (roundTrips[1] as (typeof roundTrips)[number]);
 
   const warnings: string[] = [];
   const ageSeconds = Number(block.timestamp - updatedAt);

@@ -93,10 +93,10 @@ function concentratedLiquidity(
   usdc: Address,
   weth: Address,
 ): Venue {
-  // biome-ignore lint/suspicious/noExplicitAny: the two ABIs share function names with different key types.
+  // The two ABIs share function names with different key types (fee or tick spacing).
   const encode = (target: Address, functionName: string, args: readonly unknown[]): Call => ({
     target,
-    callData: encodeFunctionData({ abi, functionName, args } as any),
+    callData: encodeFunctionData({ abi, functionName, args } as Parameters<typeof encodeFunctionData>[0]),
   });
   const keyField = abi === SLIPSTREAM_ABI ? "tickSpacing" : "fee";
   return {
@@ -119,7 +119,10 @@ function concentratedLiquidity(
       numerator: BigInt(decodeFunctionResult({ abi: UNISWAP_V3_ABI, functionName: "fee", data })),
       denominator: 1_000_000n, // hundredths of a basis point
     }),
-    spotCall: (pool) => ({ target: pool, callData: encodeFunctionData({ abi: SLOT0_ABI, functionName: "slot0" }) }),
+    spotCall: (pool) => ({
+      target: pool,
+      callData: encodeFunctionData({ abi: SLOT0_ABI, functionName: "slot0" }),
+    }),
     decodeSpot: decodeSqrtPrice,
     swapCalldata: (tokenIn, tokenOut, amountIn) =>
       encodeFunctionData({
@@ -147,7 +150,7 @@ function concentratedLiquidity(
                 sqrtPriceLimitX96: 0n,
               },
         ],
-      } as any),
+      } as Parameters<typeof encodeFunctionData>[0]),
     swapTarget: quoter,
   };
 }
@@ -159,7 +162,11 @@ function aerodromeVolatile(addresses: ChainAddresses): Venue {
     id: "aerodrome:volatile",
     poolLookup: {
       target: factory,
-      callData: encodeFunctionData({ abi: AERODROME_ABI, functionName: "getPool", args: [usdc, weth, false] }),
+      callData: encodeFunctionData({
+        abi: AERODROME_ABI,
+        functionName: "getPool",
+        args: [usdc, weth, false],
+      }),
     },
     quote: (tokenIn, tokenOut, amountIn) => ({
       target: router,
@@ -186,7 +193,11 @@ function aerodromeVolatile(addresses: ChainAddresses): Venue {
       callData: encodeFunctionData({ abi: AERODROME_ABI, functionName: "getReserves" }),
     }),
     decodeSpot(data) {
-      const [reserve0, reserve1] = decodeFunctionResult({ abi: AERODROME_ABI, functionName: "getReserves", data });
+      const [reserve0, reserve1] = decodeFunctionResult({
+        abi: AERODROME_ABI,
+        functionName: "getReserves",
+        data,
+      });
       return { numerator: reserve1, denominator: reserve0 };
     },
     swapCalldata: (tokenIn, tokenOut, amountIn) =>
