@@ -59,12 +59,14 @@ export const chainArbitrageSnapshot = defineOperation({
     { status: 503, description: "No chain RPC is configured (RPC_URL); nothing is charged." },
   ],
   async start({ config, localChain, log }) {
-    // Local mode quotes the local chain's DEX, deployed on first start (kept with the chain's state).
-    if (localChain) await ensureLocalDex(localChain.rpcUrl, log);
-    const primary = config.payment.rpcUrl ?? localChain?.rpcUrl;
+    // Local mode quotes the local chain's DEX (deployed on first start, kept with the chain's state),
+    // unless RPC_URL points elsewhere (e.g. Base itself): then the Base addresses apply.
+    const quotesLocalChain = localChain !== undefined && !config.payment.rpcUrl;
+    if (quotesLocalChain) await ensureLocalDex(localChain.rpcUrl, log);
+    const primary = quotesLocalChain ? localChain.rpcUrl : config.payment.rpcUrl;
     const urls = [...(primary ? [primary] : []), ...config.arbitrage.rpcFallbackUrls];
     const addresses: ChainAddresses = {
-      ...(localChain ? LOCAL_CHAIN_ADDRESSES : BASE_MAINNET_ADDRESSES),
+      ...(quotesLocalChain ? LOCAL_CHAIN_ADDRESSES : BASE_MAINNET_ADDRESSES),
       ...config.arbitrage.addresses,
     };
     const settings: SnapshotSettings = {
