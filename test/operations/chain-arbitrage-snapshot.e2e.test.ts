@@ -372,6 +372,14 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
       { pointer: "/venues/0", message: `uniswap-v3:3000 has no USDC/WETH pool at block ${block}` },
       { pointer: "/venues/1", message: `aerodrome-slipstream:100 has no USDC/WETH pool at block ${block}` },
     ]);
+    const beforeMulticall = await snapshot({ blockNumber: 1 });
+    expect(beforeMulticall.status).toBe(400);
+    expect((await beforeMulticall.json()).errors).toEqual([
+      {
+        pointer: "/blockNumber",
+        message: `Multicall3 (${LOCAL_CHAIN_ADDRESSES.multicall3}) has no code at block 1`,
+      },
+    ]);
     const future = await snapshot({ blockNumber: 1_000_000_000 });
     expect(future.status).toBe(400);
     expect((await future.json()).errors).toEqual([

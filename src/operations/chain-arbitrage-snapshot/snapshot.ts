@@ -104,6 +104,7 @@ async function aggregate(
   multicall3: Address,
   calls: Call[],
   block: bigint | undefined,
+  requestedBlock: number | undefined,
 ): Promise<readonly Result[]> {
   const { data } = await client.call({
     to: multicall3,
@@ -115,7 +116,17 @@ async function aggregate(
     ...(block === undefined ? { blockTag: "latest" as const } : { blockNumber: block }),
   });
   if (!data || data === "0x") {
-    throw chainUnavailable("Multicall3 answered nothing (is it deployed at the configured address?)");
+    // No code at the address at this block: the requested block predates Multicall3, or the
+    // configured address is wrong.
+    if (requestedBlock !== undefined) {
+      throw invalidRequest([
+        {
+          pointer: "/blockNumber",
+          message: `Multicall3 (${multicall3}) has no code at block ${requestedBlock}`,
+        },
+      ]);
+    }
+    throw chainUnavailable(`Multicall3 answered nothing (is it deployed at ${multicall3}?)`);
   }
   return decodeFunctionResult({ abi: MULTICALL3_ABI, functionName: "aggregate3", data });
 }
@@ -241,6 +252,7 @@ export async function takeSnapshot(
       })),
     ],
     requestedBlock,
+    input.blockNumber,
   ).catch((error) => {
     throw rpcProblem(error, input.blockNumber);
   });
@@ -300,6 +312,7 @@ export async function takeSnapshot(
         ...venues.map((v, i) => v.spotCall(pools[i] as Address)),
       ],
       blockNumber,
+      input.blockNumber,
     ),
   ]).catch((error) => {
     throw rpcProblem(error, input.blockNumber);
