@@ -16,6 +16,22 @@ const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" })
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === "" ? undefined : value), schema.optional());
 
+/** Contracts the chain-arbitrage-snapshot operation reads; unset → Base mainnet (or the local chain's DEX). */
+export const ARBITRAGE_ADDRESS_VARIABLES = {
+  usdc: "ARBITRAGE_USDC",
+  weth: "ARBITRAGE_WETH",
+  uniswapV3Factory: "ARBITRAGE_UNISWAP_V3_FACTORY",
+  uniswapV3Quoter: "ARBITRAGE_UNISWAP_V3_QUOTER",
+  aerodromeRouter: "ARBITRAGE_AERODROME_ROUTER",
+  aerodromeFactory: "ARBITRAGE_AERODROME_FACTORY",
+  slipstreamFactory: "ARBITRAGE_SLIPSTREAM_FACTORY",
+  slipstreamQuoter: "ARBITRAGE_SLIPSTREAM_QUOTER",
+  chainlinkEthUsd: "ARBITRAGE_CHAINLINK_ETH_USD",
+  multicall3: "ARBITRAGE_MULTICALL3",
+  gasPriceOracle: "ARBITRAGE_GAS_PRICE_ORACLE",
+} as const;
+type ArbitrageContract = keyof typeof ARBITRAGE_ADDRESS_VARIABLES;
+
 const EnvSchema = z.object({
   PORT: optional(port).default(8402),
   HOST: optional(z.string()).default("127.0.0.1"),
@@ -37,6 +53,28 @@ const EnvSchema = z.object({
   X402_FACILITATOR_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(15_000),
   X402_SETTLER_PRIVATE_KEY: optional(privateKey),
   RPC_URL: optional(httpUrl),
+  RPC_FALLBACK_URLS: optional(
+    z
+      .string()
+      .transform((list) =>
+        list
+          .split(",")
+          .map((url) => url.trim())
+          .filter(Boolean),
+      )
+      .pipe(z.array(httpUrl)),
+  ).default([]),
+  ARBITRAGE_RPC_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(60_000)).default(5000),
+  ARBITRAGE_PRIORITY_FEE_WEI: optional(
+    z.string().regex(/^\d{1,30}$/, "must be a whole number of wei"),
+  ).default("1000000"),
+  ARBITRAGE_FEED_MAX_AGE_SECONDS: optional(z.coerce.number().int().min(1)).default(1200),
+  ...(Object.fromEntries(
+    Object.values(ARBITRAGE_ADDRESS_VARIABLES).map((name) => [name, optional(address)]),
+  ) as Record<
+    (typeof ARBITRAGE_ADDRESS_VARIABLES)[ArbitrageContract],
+    ReturnType<typeof optional<typeof address>>
+  >),
   X402_SETTLEMENT_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(600_000)).default(30_000),
   LOCAL_CHAIN_PORT: optional(port).default(8545),
   LOCAL_CHAIN_STATE: optional(z.string()),
@@ -86,6 +124,15 @@ export interface Config {
     settlementTimeoutMs: number;
   };
   localChain: { port: number; statePath?: string };
+  arbitrage: {
+    /** Tried in order after RPC_URL (or the local chain) fails. */
+    rpcFallbackUrls: string[];
+    rpcTimeoutMs: number;
+    priorityFeeWei: bigint;
+    feedMaxAgeSeconds: number;
+    /** Only the addresses set in the environment; the operation supplies the defaults. */
+    addresses: Partial<Record<ArbitrageContract, `0x${string}`>>;
+  };
   dataDir: string;
   /** Where the service keeps its state: one SQLite file, or a PostgreSQL database shared by instances. */
   database: { kind: "sqlite"; path: string } | { kind: "postgres"; url: string; poolSize: number };
@@ -185,6 +232,17 @@ export function loadConfig(
         e.LOCAL_CHAIN_STATE === "none"
           ? undefined
           : path.resolve(e.LOCAL_CHAIN_STATE ?? path.join(dataDir, "local-chain-state.json")),
+    },
+    arbitrage: {
+      rpcFallbackUrls: e.RPC_FALLBACK_URLS,
+      rpcTimeoutMs: e.ARBITRAGE_RPC_TIMEOUT_MS,
+      priorityFeeWei: BigInt(e.ARBITRAGE_PRIORITY_FEE_WEI),
+      feedMaxAgeSeconds: e.ARBITRAGE_FEED_MAX_AGE_SECONDS,
+      addresses: Object.fromEntries(
+        Object.entries(ARBITRAGE_ADDRESS_VARIABLES)
+          .map(([contract, name]) => [contract, values[name]])
+          .filter(([, value]) => value !== undefined),
+      ),
     },
     dataDir,
     database,

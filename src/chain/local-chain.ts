@@ -24,7 +24,7 @@ const require = createRequire(import.meta.url);
 export const LOCAL_CHAIN_ID = 8453;
 export const TEST_USDC_PER_CLIENT = 1_000_000_000n; // 1,000 USDC in atomic units
 /** Owner, master minter, pauser and blacklister of the local USDC: an address nobody holds a key for. */
-const USDC_ADMIN: Address = "0x00000000000000000000000000000000000Ad315";
+export const USDC_ADMIN: Address = "0x00000000000000000000000000000000000Ad315";
 
 export interface LocalChain {
   rpcUrl: string;

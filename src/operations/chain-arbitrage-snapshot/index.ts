@@ -1,5 +1,33 @@
+import { createPublicClient, fallback, http, type PublicClient } from "viem";
 import { defineOperation } from "../../catalog/operation.ts";
-import { ChainArbitrageSnapshotRequest, ChainArbitrageSnapshotResponse } from "./schema.ts";
+import { ensureLocalDex } from "../../chain/dex/local-dex.ts";
+import { Problem } from "../../problem.ts";
+import { BASE_MAINNET_ADDRESSES, type ChainAddresses, LOCAL_CHAIN_ADDRESSES } from "./addresses.ts";
+import {
+  type ChainArbitrageSnapshotInput,
+  type ChainArbitrageSnapshotOutput,
+  ChainArbitrageSnapshotRequest,
+  ChainArbitrageSnapshotResponse,
+  VENUES,
+} from "./schema.ts";
+import { type SnapshotSettings, takeSnapshot } from "./snapshot.ts";
+
+/**
+ * A chain client for snapshots: each URL with the configured timeout and no retries (a failed snapshot
+ * is a 502 the caller may retry, unpaid), requests of one tick batched into one HTTP request, the next
+ * URL tried when one fails.
+ */
+export function snapshotClient(urls: string[], timeoutMs: number): PublicClient {
+  const transports = urls.map((url) => http(url, { timeout: timeoutMs, retryCount: 0, batch: true }));
+  return createPublicClient({
+    transport:
+      transports.length === 1
+        ? (transports[0] as ReturnType<typeof http>)
+        : fallback(transports, { retryCount: 0 }),
+  });
+}
+
+const hostOf = (url: string) => new URL(url).host;
 
 export const chainArbitrageSnapshot = defineOperation({
   id: "chain-arbitrage-snapshot",
@@ -9,14 +37,67 @@ export const chainArbitrageSnapshot = defineOperation({
   kind: "sync",
   summary: "Fee-inclusive USDC/WETH round trip between two Base DEXes",
   description:
-    "Quotes a USDC→WETH→USDC round trip across two decentralized exchanges on Base at one block, " +
-    "including pool fees, gas and the L1 data fee.",
+    "Quotes USDC→WETH on venue A then WETH→USDC on venue B, and the reverse, for the given USDC amount, " +
+    "with the venues' on-chain quoters (Uniswap V3 QuoterV2, Aerodrome Router getAmountsOut, Slipstream " +
+    "QuoterV2) read through Multicall3 at one block (two RPC round trips). Pool fees are read on-chain; each " +
+    "swap's gas (quoter estimate plus a fixed overhead) is priced at the block's base fee plus a priority " +
+    "fee, plus Base's L1 data fee (GasPriceOracle), in USD by the Chainlink ETH/USD feed. Amounts are exact " +
+    "decimal strings in token units; netPnlUsdc = grossPnlUsdc − gasUsd exactly. Venues: " +
+    `${VENUES.join(", ")}. A missing pool or an unknown block is a 400; an unreachable RPC a 502. Neither is charged.`,
   tags: ["chain"],
   inputFrom: "body",
   bodyOptional: true,
   input: ChainArbitrageSnapshotRequest,
   output: ChainArbitrageSnapshotResponse,
   outputContentType: "application/json",
-  example: { input: { amountUsdc: 1000 } },
-  errorResponses: [{ status: 502, description: "The chain RPC is unavailable; nothing is charged." }],
+  example: { input: { amountUsdc: 1000, venues: ["uniswap-v3:500", "aerodrome:volatile"] } },
+  errorResponses: [
+    {
+      status: 502,
+      description: "The chain RPC is unreachable, timed out or answered an error; nothing is charged.",
+    },
+    { status: 503, description: "No chain RPC is configured (RPC_URL); nothing is charged." },
+  ],
+  async start({ config, localChain, log }) {
+    // Local mode quotes the local chain's DEX (deployed on first start, kept with the chain's state),
+    // unless RPC_URL points elsewhere (e.g. Base itself): then the Base addresses apply.
+    const quotesLocalChain = localChain !== undefined && !config.payment.rpcUrl;
+    if (quotesLocalChain) await ensureLocalDex(localChain.rpcUrl, log);
+    const primary = quotesLocalChain ? localChain.rpcUrl : config.payment.rpcUrl;
+    const urls = [...(primary ? [primary] : []), ...config.arbitrage.rpcFallbackUrls];
+    const addresses: ChainAddresses = {
+      ...(quotesLocalChain ? LOCAL_CHAIN_ADDRESSES : BASE_MAINNET_ADDRESSES),
+      ...config.arbitrage.addresses,
+    };
+    const settings: SnapshotSettings = {
+      addresses,
+      priorityFeeWei: config.arbitrage.priorityFeeWei,
+      feedMaxAgeSeconds: config.arbitrage.feedMaxAgeSeconds,
+    };
+    const client = urls.length > 0 ? snapshotClient(urls, config.arbitrage.rpcTimeoutMs) : undefined;
+    const rpc = urls.map((url) => (url === localChain?.rpcUrl ? "local chain" : hostOf(url))).join(", ");
+    return {
+      available: client !== undefined,
+      catalogDetails: {
+        rpc: rpc || "none configured (set RPC_URL)",
+        venues: [...VENUES],
+        contracts: addresses,
+      },
+      async handle(input: ChainArbitrageSnapshotInput): Promise<{ body: ChainArbitrageSnapshotOutput }> {
+        if (!client) {
+          throw new Problem(
+            503,
+            "chain-not-configured",
+            "No chain RPC",
+            "set RPC_URL to quote Base; nothing was charged",
+          );
+        }
+        return { body: await takeSnapshot(client, settings, input) };
+      },
+      async probe() {
+        if (!client) throw new Error("no chain RPC configured (RPC_URL)");
+        return `ok (block ${await client.getBlockNumber()} via ${rpc})`;
+      },
+    };
+  },
 });

@@ -6,18 +6,126 @@ export const VENUES = [
   "aerodrome:volatile",
   "aerodrome-slipstream:100",
 ] as const;
+export type VenueId = (typeof VENUES)[number];
+
+export const DEFAULT_VENUES: [VenueId, VenueId] = ["uniswap-v3:500", "aerodrome:volatile"];
+export const MIN_AMOUNT_USDC = 10;
+export const MAX_AMOUNT_USDC = 1_000_000;
+
+const venue = z.enum(VENUES, { error: `must be one of ${VENUES.join(", ")}` });
 
 export const ChainArbitrageSnapshotRequest = z
   .strictObject({
-    amountUsdc: z.number().min(10).max(1_000_000).default(1000),
+    amountUsdc: z
+      .number()
+      .min(MIN_AMOUNT_USDC)
+      .max(MAX_AMOUNT_USDC)
+      // USDC has 6 decimals: a finer amount has no on-chain form.
+      .refine((value) => /^\d+(\.\d{1,6})?$/.test(String(value)), {
+        message: "must have at most 6 decimals (USDC's precision)",
+      })
+      .default(1000)
+      .meta({ description: "USDC to send round (10 to 1,000,000, at most 6 decimals). Default 1000." }),
     venues: z
-      .tuple([z.enum(VENUES), z.enum(VENUES)])
-      .refine(([a, b]) => a !== b, "the two venues must differ")
-      .default(["uniswap-v3:500", "aerodrome:volatile"]),
-    blockNumber: z.int().min(0).optional(),
+      .tuple([venue, venue])
+      .refine(([a, b]) => a !== b, { message: "the two venues must differ", path: [1] })
+      .default(DEFAULT_VENUES)
+      .meta({
+        description:
+          "The two venues A and B. Round trips: buy WETH on A and sell on B, and buy on B and sell on A. " +
+          "Default uniswap-v3:500 and aerodrome:volatile.",
+      }),
+    blockNumber: z
+      .int()
+      .min(1)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional()
+      .meta({ description: "Quote at this block (needs an archive RPC for old blocks). Default: latest." }),
   })
-  .meta({ id: "ChainArbitrageSnapshotRequest" });
+  .meta({
+    id: "ChainArbitrageSnapshotRequest",
+    description: "A fee-inclusive USDC→WETH→USDC round trip between two Base DEXes, both directions.",
+  });
+export type ChainArbitrageSnapshotInput = z.output<typeof ChainArbitrageSnapshotRequest>;
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
+const decimal = (description: string) =>
+  z
+    .string()
+    .regex(/^-?\d+(\.\d+)?$/)
+    .meta({ description });
+
+const Leg = z.object({
+  venue: z.enum(VENUES),
+  pool: address.meta({ description: "The pool the quote went through." }),
+  direction: z.enum(["USDC->WETH", "WETH->USDC"]),
+  tokenIn: address,
+  tokenOut: address,
+  feeBps: z
+    .number()
+    .meta({ description: "The pool's swap fee as read on-chain at the block, in basis points." }),
+  amountIn: decimal("Exact on-chain input, in token units."),
+  amountOut: decimal("Exact on-chain quote, in token units."),
+  effectivePrice: decimal("USDC per WETH of this leg, fee included (rounded half up to 6 decimals)."),
+  priceImpactBps: z.number().meta({
+    description:
+      "How far amountOut falls short of the pool's spot price after its fee, in basis points (2 decimals).",
+  }),
+  gasUnits: z
+    .int()
+    .meta({ description: "Quoter estimate (or the venue's fixed figure) plus the fixed overhead." }),
+  gasEstimateSource: z.enum(["quoter", "fixed"]),
+  l1FeeWei: decimal("Base's L1 data fee for a transaction of this swap's size (GasPriceOracle.getL1Fee)."),
+  gasCostWei: decimal("gasUnits × gas price + l1FeeWei, in wei."),
+});
+
+const RoundTrip = z.object({
+  buyOn: z.enum(VENUES),
+  sellOn: z.enum(VENUES),
+  usdcIn: decimal("USDC sent into the buy leg."),
+  wethOut: decimal("WETH the buy leg returns (and the sell leg spends)."),
+  usdcBack: decimal("USDC the sell leg returns."),
+  grossPnlUsdc: decimal("usdcBack − usdcIn, exact."),
+  gasWei: decimal("Both legs' gasCostWei."),
+  gasUsd: decimal("gasWei at the feed's ETH/USD price, rounded up to a whole USDC atomic unit (6 decimals)."),
+  netPnlUsdc: decimal("grossPnlUsdc − gasUsd, exact."),
+  netBps: z
+    .number()
+    .meta({ description: "netPnlUsdc / usdcIn in basis points (rounded half away from 0, 2 decimals)." }),
+});
 
 export const ChainArbitrageSnapshotResponse = z
-  .looseObject({ blockNumber: z.int().min(0) })
+  .object({
+    chainId: z.int(),
+    blockNumber: z.int().min(0),
+    blockHash: z.string().regex(/^0x[0-9a-f]{64}$/),
+    blockTimestamp: z.iso.datetime(),
+    pair: z.object({ usdc: address, weth: address }),
+    amountUsdc: decimal("The USDC amount of each round trip."),
+    ethUsd: z.object({
+      price: decimal("The feed's answer, exact."),
+      source: z.string().meta({ description: "The feed: Chainlink ETH / USD and its address." }),
+      updatedAt: z.iso.datetime(),
+      ageSeconds: z.int().meta({ description: "blockTimestamp − updatedAt." }),
+    }),
+    gas: z.object({
+      baseFeeWei: decimal("The block's base fee."),
+      priorityFeeWei: decimal("The configured priority fee (ARBITRAGE_PRIORITY_FEE_WEI)."),
+      gasPriceWei: decimal("baseFeeWei + priorityFeeWei: what each swap's gas is priced at."),
+      overheadPerSwap: z.int().meta({ description: "Fixed gas added to each swap's estimate." }),
+    }),
+    legs: z.array(Leg).length(4).meta({
+      description: "Buy on A, sell on B, buy on B, sell on A: all quoted at blockNumber.",
+    }),
+    roundTrips: z.array(RoundTrip).length(2),
+    best: z.object({
+      buyOn: z.enum(VENUES),
+      sellOn: z.enum(VENUES),
+      netPnlUsdc: decimal("The better round trip's net result."),
+      netBps: z.number(),
+      profitable: z.boolean(),
+    }),
+    warnings: z.array(z.string()),
+  })
   .meta({ id: "ChainArbitrageSnapshotResponse" });
+export type ChainArbitrageSnapshotOutput = z.output<typeof ChainArbitrageSnapshotResponse>;
