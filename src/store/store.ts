@@ -1,3 +1,5 @@
+import type { JobQueue } from "../jobs/queue.ts";
+
 /**
  * The persistence boundary. Everything the service keeps (payments, their stored outcomes,
  * jobs) goes through this async interface, so SQLite (one machine) and PostgreSQL (many
@@ -66,16 +68,6 @@ export interface PaymentCounts {
   count: number;
 }
 
-export interface JobRecord {
-  id: string;
-  operationId: string;
-  state: string;
-  result: unknown;
-  error: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
 export type ReserveResult = { reserved: true } | { reserved: false; existing: PaymentRecord };
 
 export interface Store {
@@ -100,6 +92,7 @@ export interface Store {
   completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean>;
   revenueByOperationAndDay(): Promise<RevenueRow[]>;
   paymentCounts(): Promise<PaymentCounts[]>;
-  getJob(id: string): Promise<JobRecord | undefined>;
+  /** The durable job queue, in the same database as the ledger (a job is linked to its payment). */
+  readonly jobs: JobQueue;
   close(): Promise<void>;
 }

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { SqliteJobQueue } from "../../jobs/sqlite-job-queue.ts";
 import type {
-  JobRecord,
   NewPayment,
   PaymentCompletion,
   PaymentCounts,
@@ -66,8 +66,10 @@ export class SqliteStore implements Store {
   readonly kind = "sqlite";
   private readonly db: Database.Database;
   private readonly statements;
+  readonly jobs: SqliteJobQueue;
 
-  constructor(file: string) {
+  /** `now` (epoch ms) drives the job queue's leases and liveness; injectable for tests. */
+  constructor(file: string, options: { now?: () => number } = {}) {
     if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma("journal_mode = WAL");
@@ -112,8 +114,8 @@ export class SqliteStore implements Store {
       counts: this.db.prepare(
         "SELECT operation_id, state, count(*) AS count FROM payments GROUP BY operation_id, state",
       ),
-      getJob: this.db.prepare("SELECT * FROM jobs WHERE id = ?"),
     };
+    this.jobs = new SqliteJobQueue(this.db, options.now);
   }
 
   private migrate(): void {
@@ -200,30 +202,6 @@ export class SqliteStore implements Store {
     return (
       this.statements.counts.all() as { operation_id: string; state: PaymentState; count: number }[]
     ).map((row) => ({ operationId: row.operation_id, state: row.state, count: row.count }));
-  }
-
-  async getJob(id: string): Promise<JobRecord | undefined> {
-    const row = this.statements.getJob.get(id) as
-      | {
-          id: string;
-          operation_id: string;
-          state: string;
-          result: string | null;
-          error: string | null;
-          created_at: string;
-          updated_at: string;
-        }
-      | undefined;
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      operationId: row.operation_id,
-      state: row.state,
-      result: row.result ? JSON.parse(row.result) : null,
-      error: row.error,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
   }
 
   async close(): Promise<void> {
