@@ -8,6 +8,7 @@ import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/ope
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
+import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   PAYMENT_REQUIRED_HEADER,
@@ -119,17 +120,13 @@ export function buildApp(services: AppServices): Hono<Env> {
     const id = c.req.param("id");
     const parsed = JobIdParam.safeParse(id);
     if (!parsed.success) throw invalidRequest([{ pointer: "/id", message: "must be a UUID" }]);
-    const job = await store.getJob(parsed.data);
+    const job = await store.jobs.get(parsed.data);
     if (!job) throw new Problem(404, "job-not-found", "Unknown job", `no job with id ${parsed.data}`);
-    return c.json({
-      id: job.id,
-      operation: job.operationId,
-      state: job.state,
-      result: job.result,
-      error: job.error,
-      createdAt: job.createdAt,
-      updatedAt: job.updatedAt,
-    });
+    if (job.state !== "succeeded" && job.state !== "failed") {
+      c.header("retry-after", String(POLL_AFTER_SECONDS));
+    }
+    c.header("cache-control", "no-store");
+    return c.json(jobView(job));
   });
 
   for (const route of freeRoutes) {
@@ -155,7 +152,11 @@ export function buildApp(services: AppServices): Hono<Env> {
         );
       }
       const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
-      if (!paymentHeader) return send(unpaid);
+      if (!paymentHeader) {
+        // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
+        await handler.admit?.();
+        return send(unpaid);
+      }
       const requestLog = c.get("log").child({ operation: operation.id });
       return send(
         await gate.handle({
@@ -165,7 +166,9 @@ export function buildApp(services: AppServices): Hono<Env> {
           paymentHeader,
           requestId: c.get("requestId"),
           log: requestLog,
-          run: () => handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now }),
+          run: ({ paymentKey }) =>
+            handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now, paymentKey }),
+          onFinal: handler.paymentFinal && ((key, state) => handler.paymentFinal?.(key, state) as Promise<void>),
         }),
       );
     });

@@ -20,6 +20,8 @@ import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator.ts";
 import { PaymentGate } from "./payments/paid-call.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
+import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
+import type { JobWorker } from "./jobs/worker.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 
 export interface RunningService {
@@ -68,7 +70,8 @@ export async function startService(
       pollingIntervalMs: 250,
     };
   }
-  const store = new SqliteStore(config.sqlitePath);
+  const store = new SqliteStore(config.sqlitePath, { now: options.clock });
+  let worker: JobWorker | undefined;
   const started = new Map<string, StartedOperation<unknown, unknown>>();
   const closeOperations = () =>
     Promise.all([
@@ -83,6 +86,11 @@ export async function startService(
       } else if (operation.handler) {
         started.set(operation.id, { handle: operation.handler });
       }
+    }
+    // `serve` runs a worker of its own unless told not to, when an asynchronous operation is served.
+    if (config.jobs.inProcessWorker && operations.some((operation) => operation.kind === "async")) {
+      worker = createWorker(config, store.jobs, jobHandlers(started), log, options.clock);
+      await worker.start();
     }
     const backend = createPaymentBackend(payment, inProcess);
     const resourceServer = new x402ResourceServer(backend.facilitator)
@@ -144,7 +152,11 @@ export async function startService(
         checks[backend.mode === "facilitator" ? "facilitator" : "chain"] =
           `unavailable: ${(error as Error).message}`;
       }
-      checks.worker = "none (no asynchronous operation is enabled on this build)";
+      try {
+        checks.worker = await describeWorkers(store.jobs, (options.clock ?? Date.now)(), config.jobs.leaseMs);
+      } catch (error) {
+        checks.worker = `unknown: ${(error as Error).message}`;
+      }
       for (const [id, operation] of started) {
         if (!operation.probe) continue;
         try {
@@ -202,6 +214,7 @@ export async function startService(
           log.error("shutdown: a settlement did not finish in time"),
         );
         clearTimeout(deadline);
+        await worker?.stop(config.shutdownTimeoutMs);
         await closeOperations();
         await localChain?.stop();
         await store.close();
@@ -212,6 +225,7 @@ export async function startService(
     log.info({ port, mode: payment.mode, baseUrl: url }, "listening");
     return { url, config, localChain, payTo: settings.payTo, stop };
   } catch (error) {
+    await worker?.stop(0);
     await closeOperations();
     await localChain?.stop();
     await store.close();

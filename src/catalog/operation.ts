@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { z } from "zod";
 import type { LocalChain } from "../chain/local-chain.ts";
 import type { Config } from "../config.ts";
+import type { JobHandler } from "../jobs/worker.ts";
 import type { Store } from "../store/store.ts";
 
 export type OperationKind = "sync" | "async" | "product";
@@ -10,6 +11,8 @@ export interface OperationContext {
   requestId: string;
   log: Logger;
   now: () => Date;
+  /** The ledger key of the payment this call is made under (absent outside the paid pipeline). */
+  paymentKey?: string;
 }
 
 /** What a running service hands an operation that needs more than its input (upstream URLs, clients, the store). */
@@ -34,11 +37,22 @@ export interface StartedOperation<I = unknown, O = unknown> {
   probe?(): Promise<string>;
   /** Releases what it holds when the service stops. */
   close?(): Promise<void>;
+  /**
+   * Async operations: throws a 503 Problem when the work cannot be taken now (no live worker, no
+   * provider), so the call is refused before any payment is asked for or taken.
+   */
+  admit?(): Promise<void>;
+  /** Async operations: the payment under which handle() recorded a job became final. Idempotent. */
+  paymentFinal?(paymentKey: string, state: "settled" | "released" | "failed"): Promise<void>;
+  /** Async operations: runs one job of this operation in a worker (see src/jobs/worker.ts). */
+  jobHandler?: JobHandler;
 }
 
 /** What an operation answers on success; any failure is a thrown Problem. */
 export interface OperationResult<O> {
   status?: 200 | 201 | 202;
+  /** Extra response headers kept with the answer (e.g. Location of a queued job). */
+  headers?: Record<string, string>;
   body: O;
 }
 

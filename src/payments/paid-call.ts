@@ -47,7 +47,14 @@ export interface PaidCall {
   paymentHeader: string;
   requestId: string;
   log: Logger;
-  run: () => Promise<OperationResult<unknown>>;
+  /** Runs the operation; an async one records its job under this payment (see onFinal). */
+  run: (payment: { paymentKey: string }) => Promise<OperationResult<unknown>>;
+  /**
+   * Async operations: told when the payment becomes final, before the ledger says so, so that the
+   * job recorded by run() is queued (settled) or dropped (released, failed) exactly once whichever
+   * attempt (this request, a retry, another instance) finishes the payment. Must be idempotent.
+   */
+  onFinal?: (paymentKey: string, state: Exclude<PaymentState, "verified">) => Promise<void>;
 }
 
 const hex = (bytes?: number) =>
@@ -280,7 +287,7 @@ export class PaymentGate {
     if (!answer) {
       let result: OperationResult<unknown>;
       try {
-        result = await call.run();
+        result = await call.run({ paymentKey: identity.paymentKey });
       } catch (error) {
         const problem =
           error instanceof Problem
@@ -299,7 +306,7 @@ export class PaymentGate {
       }
       answer = {
         status: result.status ?? 200,
-        headers: { "content-type": operation.outputContentType },
+        headers: { "content-type": operation.outputContentType, ...result.headers },
         body: JSON.stringify(result.body),
       };
       await this.store.recordPendingOutcome(identity.paymentKey, answer);
@@ -543,6 +550,7 @@ export class PaymentGate {
     outcome: StoredOutcome,
     extra: { txHash?: string | null; error?: string } = {},
   ): Promise<StoredOutcome> {
+    await call.onFinal?.(identity.paymentKey, state);
     const completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
     if (!completed) {
       // Another attempt (one that outlived its lease) made the payment final first: its outcome stands.
