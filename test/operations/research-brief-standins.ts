@@ -86,6 +86,8 @@ export interface StandIns {
   modelRequests: { model: string; messages: { role: string; content: string }[] }[];
   /** The next N model requests get no answer at all (the connection stays open). */
   hangModel: number;
+  /** The next N model requests are answered 500 (a model provider that is down). */
+  failModel: number;
   /** Resolves on the next model request. */
   nextModelRequest(): Promise<void>;
   /** The page URLs the search stand-in returns, in rank order. */
@@ -132,6 +134,7 @@ export async function startStandIns(): Promise<StandIns> {
     pageRequests: [] as string[],
     modelRequests: [] as StandIns["modelRequests"],
     hangModel: 0,
+    failModel: 0,
     waiters: [] as (() => void)[],
   };
 
@@ -206,6 +209,13 @@ export async function startStandIns(): Promise<StandIns> {
       state.hangModel--;
       return; // never answers: the worker holding this job is about to be killed
     }
+    if (state.failModel > 0) {
+      state.failModel--;
+      response
+        .writeHead(500, { "content-type": "application/json" })
+        .end('{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}');
+      return;
+    }
     const prompt = body.messages.map((message: { content: string }) => message.content).join("\n");
     const content = modelAnswer(prompt);
     // The OpenAI chat-completions answer shape.
@@ -239,6 +249,12 @@ export async function startStandIns(): Promise<StandIns> {
     },
     set hangModel(value: number) {
       state.hangModel = value;
+    },
+    get failModel() {
+      return state.failModel;
+    },
+    set failModel(value: number) {
+      state.failModel = value;
     },
     nextModelRequest: () => new Promise<void>((resolve) => state.waiters.push(resolve)),
     articleUrls,
