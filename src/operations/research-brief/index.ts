@@ -63,6 +63,7 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
   return {
     admit,
     jobHandler,
+    available: search !== undefined,
     async probe() {
       if (!search) return "no search provider configured (RESEARCH_SEARCH_PROVIDER): requests answer 503";
       return `search ${search.provider}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
