@@ -168,7 +168,7 @@ export function buildApp(services: AppServices): Hono<Env> {
           log: requestLog,
           run: ({ paymentKey }) =>
             handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now, paymentKey }),
-          onFinal: handler.paymentFinal && ((key, state) => handler.paymentFinal?.(key, state) as Promise<void>),
+          onFinal: handler.paymentFinal?.bind(handler),
         }),
       );
     });

@@ -50,7 +50,9 @@ const EnvSchema = z.object({
   RESEARCH_LLM_API_KEY: optional(z.string()),
   RESEARCH_LLM_MODEL: optional(z.string().min(1)),
   RESEARCH_FETCH_ALLOW_HOSTS: optional(z.string()).default(""),
-  JOB_RETENTION_DAYS: optional(z.coerce.number().int().min(7, "must be at least 7 (results are kept a week)")).default(7),
+  JOB_RETENTION_DAYS: optional(
+    z.coerce.number().int().min(7, "must be at least 7 (results are kept a week)"),
+  ).default(7),
   JOB_LEASE_SECONDS: optional(z.coerce.number().int().min(2).max(3600)).default(60),
   JOB_MAX_ATTEMPTS: optional(z.coerce.number().int().min(1).max(10)).default(3),
   WORKER_CONCURRENCY: optional(z.coerce.number().int().min(1).max(64)).default(2),
@@ -161,7 +163,9 @@ export function loadConfig(
   }
   const searchProvider = e.RESEARCH_SEARCH_PROVIDER;
   if (searchProvider === "searxng" && !e.RESEARCH_SEARCH_URL) {
-    problems.push("RESEARCH_SEARCH_URL: required when RESEARCH_SEARCH_PROVIDER=searxng (your instance's base URL)");
+    problems.push(
+      "RESEARCH_SEARCH_URL: required when RESEARCH_SEARCH_PROVIDER=searxng (your instance's base URL)",
+    );
   }
   if ((searchProvider === "brave" || searchProvider === "tavily") && !e.RESEARCH_SEARCH_API_KEY) {
     problems.push(`RESEARCH_SEARCH_API_KEY: required when RESEARCH_SEARCH_PROVIDER=${searchProvider}`);

@@ -16,12 +16,12 @@ import { createAuthorizationChecker } from "./chain/authorization-state.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
 import type { Config } from "./config.ts";
+import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
+import type { JobWorker } from "./jobs/worker.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator.ts";
 import { PaymentGate } from "./payments/paid-call.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
-import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
-import type { JobWorker } from "./jobs/worker.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 
 export interface RunningService {

@@ -38,7 +38,10 @@ describe("discovery documents agree with the registry", () => {
   beforeAll(async () => {
     // research-brief answers 503 before its 402 while no worker can take the job: give it a search
     // provider (never reached: nothing here is paid) so its in-process worker runs research briefs.
-    service = await startTestService({ RESEARCH_SEARCH_PROVIDER: "searxng", RESEARCH_SEARCH_URL: "http://127.0.0.1:9" });
+    service = await startTestService({
+      RESEARCH_SEARCH_PROVIDER: "searxng",
+      RESEARCH_SEARCH_URL: "http://127.0.0.1:9",
+    });
     const get = async (path: string) => {
       const response = await fetch(service.url + path);
       expect(response.status).toBe(200);

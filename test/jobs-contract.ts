@@ -73,7 +73,12 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
     it("a job awaiting payment is invisible to workers until it is marked paid, then runs", async () => {
       const key = await payment("verified");
       const created = await queue.create(newJob(key));
-      expect(created).toMatchObject({ state: "awaiting_payment", attempts: 0, paymentKey: key, result: null });
+      expect(created).toMatchObject({
+        state: "awaiting_payment",
+        attempts: 0,
+        paymentKey: key,
+        result: null,
+      });
       expect(await queue.getByPayment(key)).toMatchObject({ id: created.id });
       expect(await queue.claim("w1", ["research-brief"], LEASE)).toBeUndefined();
 

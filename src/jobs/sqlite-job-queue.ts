@@ -217,7 +217,11 @@ export class SqliteJobQueue implements JobQueue {
   }
 
   async reportWorker(worker: Omit<WorkerRecord, "lastSeen">): Promise<void> {
-    this.statements.reportWorker.run({ ...worker, types: JSON.stringify(worker.types), lastSeen: this.now() });
+    this.statements.reportWorker.run({
+      ...worker,
+      types: JSON.stringify(worker.types),
+      lastSeen: this.now(),
+    });
   }
 
   async removeWorker(workerId: string): Promise<void> {

@@ -45,7 +45,13 @@ describe("search providers speak each provider's API", () => {
         query: "q",
         number_of_results: 2,
         results: [
-          { url: "https://a.example/1", title: "A", content: "first", engine: "bing", publishedDate: "2025-01-02T00:00:00" },
+          {
+            url: "https://a.example/1",
+            title: "A",
+            content: "first",
+            engine: "bing",
+            publishedDate: "2025-01-02T00:00:00",
+          },
           { url: "https://b.example/2", title: "B", content: null, engine: "brave", publishedDate: null },
         ],
         answers: [],
@@ -86,13 +92,22 @@ describe("search providers speak each provider's API", () => {
         },
       },
     });
-    const brave = createSearchProvider({ provider: "brave", url: `${base}/res/v1/web/search`, apiKey: "brave-key" });
+    const brave = createSearchProvider({
+      provider: "brave",
+      url: `${base}/res/v1/web/search`,
+      apiKey: "brave-key",
+    });
     const hits = await brave.search("cold batteries", { count: 5 });
     expect(seen[0]?.url).toBe("/res/v1/web/search?q=cold+batteries&count=5");
     expect(seen[0]?.headers["x-subscription-token"]).toBe("brave-key");
     expect(seen[0]?.headers.accept).toBe("application/json");
     expect(hits).toEqual([
-      { url: "https://c.example/", title: "Cold batteries", snippet: "Why cold hurts", publishedAt: "2024-12-01T00:00:00" },
+      {
+        url: "https://c.example/",
+        title: "Cold batteries",
+        snippet: "Why cold hurts",
+        publishedAt: "2024-12-01T00:00:00",
+      },
     ]);
   });
 
@@ -104,7 +119,9 @@ describe("search providers speak each provider's API", () => {
         query: "cold batteries",
         answer: null,
         images: [],
-        results: [{ title: "T", url: "https://t.example/", content: "tavily text", score: 0.9, raw_content: null }],
+        results: [
+          { title: "T", url: "https://t.example/", content: "tavily text", score: 0.9, raw_content: null },
+        ],
         response_time: 0.5,
       },
     });
@@ -112,7 +129,11 @@ describe("search providers speak each provider's API", () => {
     const hits = await tavily.search("cold batteries", { count: 4 });
     expect(seen[0]?.method).toBe("POST");
     expect(seen[0]?.headers.authorization).toBe("Bearer tvly-key");
-    expect(JSON.parse(seen[0]?.body ?? "")).toEqual({ query: "cold batteries", max_results: 4, search_depth: "basic" });
+    expect(JSON.parse(seen[0]?.body ?? "")).toEqual({
+      query: "cold batteries",
+      max_results: 4,
+      search_depth: "basic",
+    });
     expect(hits).toEqual([{ url: "https://t.example/", title: "T", snippet: "tavily text" }]);
   });
 
@@ -136,7 +157,9 @@ describe("the chat-completions model and retries", () => {
         object: "chat.completion",
         created: 1,
         model: "m",
-        choices: [{ index: 0, message: { role: "assistant", content: " The answer [1]. " }, finish_reason: "stop" }],
+        choices: [
+          { index: 0, message: { role: "assistant", content: " The answer [1]. " }, finish_reason: "stop" },
+        ],
         usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
       },
     });

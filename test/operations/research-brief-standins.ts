@@ -7,7 +7,8 @@ import type { AddressInfo } from "node:net";
  * points at. Tests steer them through the fields below.
  */
 
-export const QUESTION = "Why do lithium-ion batteries lose capacity in cold weather, and how can fleets limit it?";
+export const QUESTION =
+  "Why do lithium-ion batteries lose capacity in cold weather, and how can fleets limit it?";
 
 interface Article {
   slug: string;
@@ -199,7 +200,9 @@ export async function startStandIns(): Promise<StandIns> {
 
   const model = await listen(async (request, response) => {
     if (request.method !== "POST" || request.url !== "/v1/chat/completions") {
-      response.writeHead(404, { "content-type": "application/json" }).end('{"error":{"message":"not found"}}');
+      response
+        .writeHead(404, { "content-type": "application/json" })
+        .end('{"error":{"message":"not found"}}');
       return;
     }
     const body = JSON.parse(await readBody(request));
@@ -213,7 +216,9 @@ export async function startStandIns(): Promise<StandIns> {
       state.failModel--;
       response
         .writeHead(500, { "content-type": "application/json" })
-        .end('{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}');
+        .end(
+          '{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}',
+        );
       return;
     }
     const prompt = body.messages.map((message: { content: string }) => message.content).join("\n");
@@ -225,7 +230,9 @@ export async function startStandIns(): Promise<StandIns> {
         object: "chat.completion",
         created: Math.floor(Date.now() / 1000),
         model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content }, logprobs: null, finish_reason: "stop" }],
+        choices: [
+          { index: 0, message: { role: "assistant", content }, logprobs: null, finish_reason: "stop" },
+        ],
         usage: { prompt_tokens: prompt.length / 4, completion_tokens: content.length / 4, total_tokens: 0 },
       }),
     );

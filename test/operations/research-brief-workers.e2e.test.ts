@@ -44,7 +44,10 @@ describe("research workers as separate processes", () => {
   });
 
   function startWorker(): ChildProcess {
-    const child = spawn(process.execPath, [BIN, "worker"], { env: workerEnv, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, "worker"], {
+      env: workerEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     output.set(child, "");
     child.stdout?.on("data", (chunk) => output.set(child, output.get(child) + chunk));
     child.stderr?.on("data", (chunk) => output.set(child, output.get(child) + chunk));
@@ -77,7 +80,8 @@ describe("research workers as separate processes", () => {
     };
   });
   afterAll(async () => {
-    for (const child of workers) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    for (const child of workers)
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await Promise.all(workers.map(exited));
     await service?.stop();
     await standIns?.stop();
@@ -105,7 +109,10 @@ describe("research workers as separate processes", () => {
     const { jobId } = await accepted.json();
     expect(await balanceOf(payer.address)).toBe(before - PRICE);
     await modelCalled;
-    expect(await job(jobId)).toMatchObject({ status: "running", progress: { stage: "writing", fraction: 0.7 } });
+    expect(await job(jobId)).toMatchObject({
+      status: "running",
+      progress: { stage: "writing", fraction: 0.7 },
+    });
 
     // The worker dies mid-job, the hard way.
     process.kill(first.pid as number, "SIGKILL");

@@ -55,7 +55,12 @@ describe("research-brief with a search provider and a model", () => {
 
   it("202 → polling → succeeded: cited sources all read, a fabricated citation removed and reported, charged once", async () => {
     const before = [await balanceOf(payer.address), await balanceOf(service.payTo)];
-    const request = { question: QUESTION, context: "We run 40 electric delivery vans in Finland.", requiredSources: 3, maxWords: 200 };
+    const request = {
+      question: QUESTION,
+      context: "We run 40 electric delivery vans in Finland.",
+      requiredSources: 3,
+      maxWords: 200,
+    };
 
     const unpaid = await fetch(`${service.url}/v1/research-brief`, jsonPost(request));
     expect(unpaid.status).toBe(402);
@@ -110,13 +115,20 @@ describe("research-brief with a search provider and a model", () => {
     );
     expect(brief.answer).not.toContain("a third of their range");
     expect(brief.answer).not.toMatch(/(\[\d+\])\1/);
-    expect(brief.caveats.some((caveat) => caveat.startsWith("Noted while writing: The sources differ"))).toBe(true);
+    expect(brief.caveats.some((caveat) => caveat.startsWith("Noted while writing: The sources differ"))).toBe(
+      true,
+    );
     expect(brief.caveats.some((caveat) => caveat.startsWith("Recency:"))).toBe(true);
     expect(brief.caveats.at(-1)).toContain("Machine-generated text");
 
     // The model was given the numbered sources it was allowed to cite, and the context.
-    const prompt = standIns.modelRequests.at(-1)?.messages.map((message) => message.content).join("\n") ?? "";
-    for (const source of brief.sources) expect(prompt).toContain(`[${source.n}] ${source.title}\nURL: ${source.url}`);
+    const prompt =
+      standIns.modelRequests
+        .at(-1)
+        ?.messages.map((message) => message.content)
+        .join("\n") ?? "";
+    for (const source of brief.sources)
+      expect(prompt).toContain(`[${source.n}] ${source.title}\nURL: ${source.url}`);
     expect(prompt).toContain("Finland");
     expect(standIns.searches).toContain(QUESTION);
 

@@ -22,7 +22,8 @@ describe("verifyCitations", () => {
   });
 
   it("keeps Markdown structure, links to read pages, and sentences without citations", () => {
-    const markdown = "## Findings\n\n- Read [here](https://a.example/one#part) [1][1].\n- Invented [9].\n- Plain line.";
+    const markdown =
+      "## Findings\n\n- Read [here](https://a.example/one#part) [1][1].\n- Invented [9].\n- Plain line.";
     const checked = verifyCitations(markdown, sources);
     expect(checked.text).toBe("## Findings\n\n- Read [here](https://a.example/one#part) [1].\n- Plain line.");
     expect(checked.removed).toEqual(["[9]"]);
@@ -34,7 +35,10 @@ describe("limitWords", () => {
     const text = "One two three four [1]. Five six seven [2].\n\n- Eight nine ten.\n- Eleven twelve.";
     expect(limitWords(text, 100)).toEqual({ text, shortened: false });
     const cut = limitWords(text, 10);
-    expect(cut).toEqual({ text: "One two three four [1]. Five six seven [2].\n\n- Eight nine ten.", shortened: true });
+    expect(cut).toEqual({
+      text: "One two three four [1]. Five six seven [2].\n\n- Eight nine ten.",
+      shortened: true,
+    });
     expect(countWords(cut.text)).toBe(10);
   });
 });
@@ -42,7 +46,10 @@ describe("limitWords", () => {
 describe("planQueries and the extractive answer", () => {
   it("plans the question, its content words, and those with the context's terms", () => {
     expect(
-      planQueries("How do heat pumps affect winter range?", "Our vans run in Finland; Finland winters are long."),
+      planQueries(
+        "How do heat pumps affect winter range?",
+        "Our vans run in Finland; Finland winters are long.",
+      ),
     ).toEqual([
       "How do heat pumps affect winter range?",
       "heat pumps affect winter range",
@@ -55,7 +62,10 @@ describe("planQueries and the extractive answer", () => {
       "Why do heat pumps help winter range?",
       undefined,
       [
-        { n: 1, text: "Heat pumps move heat instead of making it, which helps winter range a lot. Unrelated sentence about tax law here." },
+        {
+          n: 1,
+          text: "Heat pumps move heat instead of making it, which helps winter range a lot. Unrelated sentence about tax law here.",
+        },
         { n: 2, text: "Resistive heaters draw several kilowatts in winter and shorten the range of vans." },
         { n: 3, text: "The stock market rose on Tuesday for the third day in a row." },
       ],

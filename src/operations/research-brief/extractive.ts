@@ -46,7 +46,13 @@ export function extractiveAnswer(
       for (const sentence of sentences(paragraph)) {
         const words = countWords(sentence);
         if (words < MIN_SENTENCE_WORDS || words > MAX_SENTENCE_WORDS || !/[.!?]$/.test(sentence)) continue;
-        candidates.push({ n: source.n, sentence, words, terms: new Set(keywords(sentence)), score: position });
+        candidates.push({
+          n: source.n,
+          sentence,
+          words,
+          terms: new Set(keywords(sentence)),
+          score: position,
+        });
       }
     });
   }

@@ -32,7 +32,8 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
   const { search, llm, fetchAllowHosts } = config.research;
 
   const admit = async () => {
-    if (!search) throw unavailable("no search provider is configured on this service (RESEARCH_SEARCH_PROVIDER)");
+    if (!search)
+      throw unavailable("no search provider is configured on this service (RESEARCH_SEARCH_PROVIDER)");
     const alive = await queue.liveWorkers(livenessSince(env.now().getTime(), config.jobs.leaseMs));
     if (!alive.some((worker) => worker.types.includes(JOB_TYPE))) {
       throw unavailable(
@@ -48,7 +49,8 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
     const deps = {
       search: createSearchProvider(search),
       model: llm ? createChatModel(llm) : undefined,
-      fetchPage: (url: string, signal: AbortSignal) => safeFetch(url, { allowHosts: fetchAllowHosts, signal }),
+      fetchPage: (url: string, signal: AbortSignal) =>
+        safeFetch(url, { allowHosts: fetchAllowHosts, signal }),
       now: env.now,
       retry: DEFAULT_RETRY,
     };

@@ -56,7 +56,10 @@ export function planQueries(question: string, context?: string): string[] {
     for (const term of keywords(context)) {
       if (!questionTerms.includes(term)) counts.set(term, (counts.get(term) ?? 0) + 1);
     }
-    const contextTerms = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([term]) => term);
+    const contextTerms = [...counts]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 4)
+      .map(([term]) => term);
     if (contextTerms.length > 0) queries.push([...questionTerms.slice(0, 8), ...contextTerms].join(" "));
   }
   return [...new Set(queries)];
@@ -102,7 +105,10 @@ export async function runResearch(
   );
   const lists = results.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
   if (lists.length === 0) {
-    throw providerFailure(`the search provider (${deps.search.name})`, (results[0] as PromiseRejectedResult).reason);
+    throw providerFailure(
+      `the search provider (${deps.search.name})`,
+      (results[0] as PromiseRejectedResult).reason,
+    );
   }
   const candidates = mergeHits(lists)
     .filter((hit) => /^https?:\/\//i.test(hit.url))
@@ -133,7 +139,11 @@ export async function runResearch(
     let written: string;
     try {
       written = await withRetries(
-        () => model.complete(promptFor(input, sources), { signal, maxTokens: Math.ceil(input.maxWords * 2.5) + 400 }),
+        () =>
+          model.complete(promptFor(input, sources), {
+            signal,
+            maxTokens: Math.ceil(input.maxWords * 2.5) + 400,
+          }),
         deps.retry,
         signal,
       );
@@ -166,7 +176,9 @@ export async function runResearch(
   if (removed.length > 0) {
     caveats.push(
       `Removed ${removed.length} citation${removed.length === 1 ? "" : "s"} that pointed at no page that was read: ${removed.join(", ")}` +
-        (dropped > 0 ? `; ${dropped} sentence${dropped === 1 ? "" : "s"} that rested only on them ${dropped === 1 ? "was" : "were"} removed too.` : "."),
+        (dropped > 0
+          ? `; ${dropped} sentence${dropped === 1 ? "" : "s"} that rested only on them ${dropped === 1 ? "was" : "were"} removed too.`
+          : "."),
     );
   }
   if (deps.model && verified.cited.length === 0) {
@@ -241,13 +253,17 @@ async function readSources(
   if (context.signal.aborted) throw context.signal.reason;
   // Keep rank order; a redirect may have led two hits to one page.
   const unique = new Map<string, Omit<ReadSource, "n">>();
-  for (const source of read) if (source && !unique.has(normalizeUrl(source.url))) unique.set(normalizeUrl(source.url), source);
+  for (const source of read)
+    if (source && !unique.has(normalizeUrl(source.url))) unique.set(normalizeUrl(source.url), source);
   return [...unique.values()].slice(0, wanted).map((source, index) => ({ n: index + 1, ...source }));
 }
 
 function promptFor(input: ResearchBriefInput, sources: ReadSource[]): ChatMessage[] {
   const numbered = sources
-    .map((source) => `[${source.n}] ${source.title}\nURL: ${source.url}\n${clip(source.text, SOURCE_CHARS_FOR_MODEL)}`)
+    .map(
+      (source) =>
+        `[${source.n}] ${source.title}\nURL: ${source.url}\n${clip(source.text, SOURCE_CHARS_FOR_MODEL)}`,
+    )
     .join("\n\n---\n\n");
   return [
     {

@@ -27,7 +27,10 @@ function blocksOf(html: string): string[] {
  */
 export function readablePage(body: string, contentType: string, fallbackTitle: string): ReadablePage {
   if (contentType.startsWith("text/plain")) {
-    const paragraphs = body.split(/\n\s*\n/).map(squeeze).filter(Boolean);
+    const paragraphs = body
+      .split(/\n\s*\n/)
+      .map(squeeze)
+      .filter(Boolean);
     return { title: fallbackTitle, text: paragraphs.join("\n\n") };
   }
   const { document } = parseHTML(body);

@@ -100,7 +100,8 @@ function checkUrl(url: URL, allowHosts: readonly string[]): void {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new FetchRefused("scheme", `only http and https URLs are fetched, not ${url.protocol}`);
   }
-  if (url.username || url.password) throw new FetchRefused("credentials", "URLs with credentials are not fetched");
+  if (url.username || url.password)
+    throw new FetchRefused("credentials", "URLs with credentials are not fetched");
   const host = bareHost(url);
   if (allowHosts.includes(host)) return;
   if (net.isIP(host) && isBlockedAddress(host)) {
@@ -120,7 +121,10 @@ function guardedLookup(allowHosts: readonly string[]): net.LookupFunction {
       const blocked = addresses.find((entry) => isBlockedAddress(entry.address));
       if (blocked && !allowHosts.includes(host)) {
         return callback(
-          new FetchRefused("address", `${hostname} resolves to ${blocked.address}, a private or reserved address`),
+          new FetchRefused(
+            "address",
+            `${hostname} resolves to ${blocked.address}, a private or reserved address`,
+          ),
           "",
           0,
         );
@@ -167,7 +171,9 @@ function requestOnce(url: URL, options: Required<Omit<SafeFetchOptions, "signal"
         }
         if (!READABLE_TYPES.some((type) => contentType.startsWith(type))) {
           response.resume();
-          return reject(new FetchRefused("content_type", `not a readable page (${contentType || "no type"})`));
+          return reject(
+            new FetchRefused("content_type", `not a readable page (${contentType || "no type"})`),
+          );
         }
         const length = Number(response.headers["content-length"] ?? 0);
         if (length > options.maxBytes) {
@@ -242,8 +248,10 @@ export async function safeFetch(target: string, options: SafeFetchOptions): Prom
       response = await requestOnce(url, settings, signal);
     } catch (error) {
       if (error instanceof FetchRefused) throw error;
-      if (timeout.aborted) throw new FetchRefused("timeout", `no complete answer within ${settings.timeoutMs} ms`);
-      if ((error as { cause?: unknown }).cause instanceof FetchRefused) throw (error as { cause: FetchRefused }).cause;
+      if (timeout.aborted)
+        throw new FetchRefused("timeout", `no complete answer within ${settings.timeoutMs} ms`);
+      if ((error as { cause?: unknown }).cause instanceof FetchRefused)
+        throw (error as { cause: FetchRefused }).cause;
       throw new FetchRefused("network", (error as Error).message);
     }
     if (response.location !== undefined) {

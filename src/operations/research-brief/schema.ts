@@ -23,8 +23,13 @@ export const ResearchJobAccepted = z
 export const ResearchBriefResult = z
   .strictObject({
     question: z.string(),
-    answer: z.string().meta({ description: "Markdown; every [n] names an entry of sources that was fetched and read." }),
-    wordCount: z.int().min(0).meta({ description: "Words of the answer (citation markers not counted), ≤ maxWords." }),
+    answer: z
+      .string()
+      .meta({ description: "Markdown; every [n] names an entry of sources that was fetched and read." }),
+    wordCount: z
+      .int()
+      .min(0)
+      .meta({ description: "Words of the answer (citation markers not counted), ≤ maxWords." }),
     sources: z.array(
       z.strictObject({
         n: z.int().min(1),

@@ -26,7 +26,10 @@ function parseAnswer<T extends z.ZodType>(provider: string, schema: T, body: unk
   return parsed.data;
 }
 
-const text = z.string().nullish().transform((value) => value ?? "");
+const text = z
+  .string()
+  .nullish()
+  .transform((value) => value ?? "");
 
 /** SearXNG's JSON API: GET /search?q=…&format=json (the instance must enable the json format). */
 const SearxngAnswer = z.looseObject({
@@ -54,7 +57,11 @@ const TavilyAnswer = z.looseObject({
 });
 
 /** Search result snippets may carry HTML emphasis (Brave's <strong>): keep the words only. */
-const stripTags = (value: string) => value.replace(/<[^>]*>/g, "").replace(/\s+/g, " ").trim();
+const stripTags = (value: string) =>
+  value
+    .replace(/<[^>]*>/g, "")
+    .replace(/\s+/g, " ")
+    .trim();
 
 export function createSearchProvider(settings: NonNullable<Config["research"]["search"]>): SearchProvider {
   const { provider, url, apiKey } = settings;
