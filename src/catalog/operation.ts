@@ -95,6 +95,8 @@ export interface OperationDefinition<I = unknown, O = unknown> {
    */
   json?: JsonBodyLimits;
   output: z.ZodType<O>;
+  /** Async operations: the `result` of a succeeded job (GET /v1/jobs/{id}), for the documents. */
+  jobResult?: z.ZodType;
   outputContentType: "application/json" | "application/zip";
   example: { input?: unknown; output?: unknown };
   /** Statuses beyond 400/402/413 that this operation can answer. */

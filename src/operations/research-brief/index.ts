@@ -8,7 +8,12 @@ import { createChatModel } from "./model.ts";
 import { runResearch } from "./pipeline.ts";
 import { DEFAULT_RETRY } from "./retry.ts";
 import { safeFetch } from "./safe-fetch.ts";
-import { type ResearchBriefInput, ResearchBriefRequest, ResearchJobAccepted } from "./schema.ts";
+import {
+  type ResearchBriefInput,
+  ResearchBriefRequest,
+  ResearchBriefResult,
+  ResearchJobAccepted,
+} from "./schema.ts";
 import { createSearchProvider } from "./search.ts";
 
 const JOB_TYPE = "research-brief";
@@ -116,6 +121,7 @@ export const researchBrief = defineOperation({
   inputFrom: "body",
   input: ResearchBriefRequest,
   output: ResearchJobAccepted,
+  jobResult: ResearchBriefResult,
   outputContentType: "application/json",
   example: {
     input: { question: "Which EU regulations govern humanoid robots in warehouses?", requiredSources: 3 },
