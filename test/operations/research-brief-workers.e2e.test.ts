@@ -12,7 +12,8 @@ import { QUESTION, type StandIns, startStandIns } from "./research-brief-standin
 
 const PRICE = 5_000_000n;
 const BIN = path.resolve("bin/utility402.js");
-const LEASE_SECONDS = "2";
+/** Short, so a killed worker's job is retaken soon; long enough that a busy machine's timers keep a live worker alive. */
+const LEASE_SECONDS = "5";
 
 /** Waits until `check` returns a value (not undefined), or fails after `ms`. */
 async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
