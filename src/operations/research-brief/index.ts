@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { z } from "zod";
 import type { OperationEnvironment, StartedOperation } from "../../catalog/operation.ts";
 import { defineOperation } from "../../catalog/operation.ts";
 import { POLL_AFTER_SECONDS } from "../../jobs/job-view.ts";
@@ -24,7 +25,7 @@ const unavailable = (detail: string) =>
     headers: { "retry-after": UNAVAILABLE_RETRY_AFTER_SECONDS },
   });
 
-type Accepted = typeof ResearchJobAccepted._zod.output;
+type Accepted = z.output<typeof ResearchJobAccepted>;
 
 /**
  * The API side records a paid job and answers 202; the worker side (jobHandler) runs the
