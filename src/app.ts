@@ -9,6 +9,7 @@ import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
+import { FINAL_JOB_STATES } from "./jobs/queue.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   PAYMENT_REQUIRED_HEADER,
@@ -122,7 +123,7 @@ export function buildApp(services: AppServices): Hono<Env> {
     if (!parsed.success) throw invalidRequest([{ pointer: "/id", message: "must be a UUID" }]);
     const job = await store.jobs.get(parsed.data);
     if (!job) throw new Problem(404, "job-not-found", "Unknown job", `no job with id ${parsed.data}`);
-    if (job.state !== "succeeded" && job.state !== "failed") {
+    if (!FINAL_JOB_STATES.includes(job.state)) {
       c.header("retry-after", String(POLL_AFTER_SECONDS));
     }
     c.header("cache-control", "no-store");

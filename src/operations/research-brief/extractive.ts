@@ -1,6 +1,6 @@
 import { countWords, keywords, sentences } from "./text.ts";
 
-export interface ReadSource {
+export interface ExtractiveSource {
   n: number;
   text: string;
 }
@@ -31,7 +31,7 @@ const overlap = (a: Set<string>, b: Set<string>) => {
 export function extractiveAnswer(
   question: string,
   context: string | undefined,
-  sources: readonly ReadSource[],
+  sources: readonly ExtractiveSource[],
   maxWords: number,
 ): string {
   const weights = new Map<string, number>();

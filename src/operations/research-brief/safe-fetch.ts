@@ -87,7 +87,7 @@ for (const [prefix, bits] of [
   BLOCKED.addSubnet(prefix, bits, "ipv6");
 }
 
-export function isBlockedAddress(address: string): boolean {
+function isBlockedAddress(address: string): boolean {
   const family = net.isIP(address);
   if (family === 0) return true;
   return BLOCKED.check(address, family === 4 ? "ipv4" : "ipv6");
