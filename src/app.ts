@@ -8,6 +8,8 @@ import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/ope
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
+import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
+import { FINAL_JOB_STATES } from "./jobs/queue.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   DOWNLOAD_TOKEN_HEADER,
@@ -127,17 +129,13 @@ export function buildApp(services: AppServices): Hono<Env> {
     const id = c.req.param("id");
     const parsed = JobIdParam.safeParse(id);
     if (!parsed.success) throw invalidRequest([{ pointer: "/id", message: "must be a UUID" }]);
-    const job = await store.getJob(parsed.data);
+    const job = await store.jobs.get(parsed.data);
     if (!job) throw new Problem(404, "job-not-found", "Unknown job", `no job with id ${parsed.data}`);
-    return c.json({
-      id: job.id,
-      operation: job.operationId,
-      state: job.state,
-      result: job.result,
-      error: job.error,
-      createdAt: job.createdAt,
-      updatedAt: job.updatedAt,
-    });
+    if (!FINAL_JOB_STATES.includes(job.state)) {
+      c.header("retry-after", String(POLL_AFTER_SECONDS));
+    }
+    c.header("cache-control", "no-store");
+    return c.json(jobView(job));
   });
 
   for (const route of freeRoutes) {
@@ -163,7 +161,11 @@ export function buildApp(services: AppServices): Hono<Env> {
         );
       }
       const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
-      if (!paymentHeader) return send(unpaid);
+      if (!paymentHeader) {
+        // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
+        await handler.admit?.();
+        return send(unpaid);
+      }
       const requestLog = c.get("log").child({ operation: operation.id });
       const outcome = await gate.handle({
         operation,
@@ -173,7 +175,9 @@ export function buildApp(services: AppServices): Hono<Env> {
         requestId: c.get("requestId"),
         log: requestLog,
         downloadToken: c.req.header(DOWNLOAD_TOKEN_HEADER),
-        run: () => handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now }),
+        run: ({ paymentKey }) =>
+          handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now, paymentKey }),
+        onFinal: handler.paymentFinal?.bind(handler),
       });
       // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
       return outcome.file ? fileResponse({ ...outcome, file: outcome.file }, c.req.raw) : send(outcome);

@@ -95,9 +95,29 @@ const EnvSchema = z.object({
   TED_MAX_IN_FLIGHT: optional(z.coerce.number().int().min(1).max(64)).default(4),
   TED_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(10_000),
   TED_RETRY_BASE_MS: optional(z.coerce.number().int().min(0).max(60_000)).default(500),
+  RESEARCH_SEARCH_PROVIDER: optional(z.enum(["searxng", "brave", "tavily"])),
+  RESEARCH_SEARCH_URL: optional(httpUrl),
+  RESEARCH_SEARCH_API_KEY: optional(z.string()),
+  RESEARCH_LLM_BASE_URL: optional(httpUrl),
+  RESEARCH_LLM_API_KEY: optional(z.string()),
+  RESEARCH_LLM_MODEL: optional(z.string().min(1)),
+  RESEARCH_FETCH_ALLOW_HOSTS: optional(z.string()).default(""),
+  JOB_RETENTION_DAYS: optional(
+    z.coerce.number().int().min(7, "must be at least 7 (results are kept a week)"),
+  ).default(7),
+  JOB_LEASE_SECONDS: optional(z.coerce.number().int().min(2).max(3600)).default(60),
+  JOB_MAX_ATTEMPTS: optional(z.coerce.number().int().min(1).max(10)).default(3),
+  WORKER_CONCURRENCY: optional(z.coerce.number().int().min(1).max(64)).default(2),
+  IN_PROCESS_WORKER: optional(z.enum(["true", "false"], { error: "must be true or false" })).default("true"),
   LOG_LEVEL: optional(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
   SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number().int().min(0).max(600_000)).default(15_000),
 });
+
+const DEFAULT_SEARCH_URLS = {
+  searxng: "",
+  brave: "https://api.search.brave.com/res/v1/web/search",
+  tavily: "https://api.tavily.com/search",
+} as const;
 
 export type PaymentMode = "local" | "facilitator" | "self";
 
@@ -143,6 +163,21 @@ export interface Config {
   tedApiUrl: string;
   /** Tender shortlist upstream: cache TTL (0 = no cache, single flight only), bound on calls in flight, timeout, backoff. */
   ted: { cacheTtlMs: number; maxInFlight: number; timeoutMs: number; retryBaseMs: number };
+  research: {
+    search?: { provider: "searxng" | "brave" | "tavily"; url: string; apiKey?: string };
+    /** Unset: briefs are extractive (ranked sentences from the sources), no model. */
+    llm?: { baseUrl: string; apiKey?: string; model: string };
+    /** Hosts (names or IP addresses) the page fetcher may reach although they resolve to private addresses. */
+    fetchAllowHosts: string[];
+  };
+  jobs: {
+    retentionMs: number;
+    leaseMs: number;
+    maxAttempts: number;
+    workerConcurrency: number;
+    /** `serve` runs a worker in its own process too (IN_PROCESS_WORKER). */
+    inProcessWorker: boolean;
+  };
   logLevel: string;
   shutdownTimeoutMs: number;
 }
@@ -188,6 +223,18 @@ export function loadConfig(
   const chainId = Number(e.X402_NETWORK?.split(":")[1]);
   if (mode === "local" && e.X402_NETWORK && e.X402_NETWORK !== BASE_NETWORK) {
     problems.push(`X402_NETWORK: local mode runs a Base (${BASE_NETWORK}) test chain; got ${e.X402_NETWORK}`);
+  }
+  const searchProvider = e.RESEARCH_SEARCH_PROVIDER;
+  if (searchProvider === "searxng" && !e.RESEARCH_SEARCH_URL) {
+    problems.push(
+      "RESEARCH_SEARCH_URL: required when RESEARCH_SEARCH_PROVIDER=searxng (your instance's base URL)",
+    );
+  }
+  if ((searchProvider === "brave" || searchProvider === "tavily") && !e.RESEARCH_SEARCH_API_KEY) {
+    problems.push(`RESEARCH_SEARCH_API_KEY: required when RESEARCH_SEARCH_PROVIDER=${searchProvider}`);
+  }
+  if (e.RESEARCH_LLM_BASE_URL && !e.RESEARCH_LLM_MODEL) {
+    problems.push("RESEARCH_LLM_MODEL: required when RESEARCH_LLM_BASE_URL is set");
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -254,6 +301,32 @@ export function loadConfig(
       maxInFlight: e.TED_MAX_IN_FLIGHT,
       timeoutMs: e.TED_TIMEOUT_MS,
       retryBaseMs: e.TED_RETRY_BASE_MS,
+    },
+    research: {
+      search: searchProvider
+        ? {
+            provider: searchProvider,
+            url: e.RESEARCH_SEARCH_URL ?? DEFAULT_SEARCH_URLS[searchProvider],
+            apiKey: e.RESEARCH_SEARCH_API_KEY,
+          }
+        : undefined,
+      llm: e.RESEARCH_LLM_BASE_URL
+        ? {
+            baseUrl: e.RESEARCH_LLM_BASE_URL.replace(/\/+$/, ""),
+            apiKey: e.RESEARCH_LLM_API_KEY,
+            model: e.RESEARCH_LLM_MODEL as string,
+          }
+        : undefined,
+      fetchAllowHosts: e.RESEARCH_FETCH_ALLOW_HOSTS.split(",")
+        .map((host) => host.trim().toLowerCase())
+        .filter(Boolean),
+    },
+    jobs: {
+      retentionMs: e.JOB_RETENTION_DAYS * 86_400_000,
+      leaseMs: e.JOB_LEASE_SECONDS * 1000,
+      maxAttempts: e.JOB_MAX_ATTEMPTS,
+      workerConcurrency: e.WORKER_CONCURRENCY,
+      inProcessWorker: e.IN_PROCESS_WORKER === "true",
     },
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

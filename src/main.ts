@@ -1,10 +1,13 @@
 import { format } from "node:util";
 import { serve } from "@hono/node-server";
+import type { StartedOperation } from "./catalog/operation.ts";
+import { OPERATIONS } from "./catalog/registry.ts";
 import { ConfigError, loadConfig } from "./config.ts";
+import { createWorker, jobHandlers } from "./jobs/run-workers.ts";
 import { createLogger } from "./log.ts";
 import { inProcessFacilitator } from "./payments/facilitator.ts";
 import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
-import { formatRevenueReport } from "./payments/ledger-report.ts";
+import { formatFailedPaidJobs, formatRevenueReport } from "./payments/ledger-report.ts";
 import { createSettlerSigner } from "./payments/settler-signer.ts";
 import { buildProductsCommand, prepareReleases } from "./products/cli.ts";
 import { startService } from "./serve.ts";
@@ -16,7 +19,9 @@ commands:
   serve    run the HTTP service (default; local test chain unless payments are configured)
   build-products [slug ...]
            build the products' release archives into RELEASES_DIR (all five, or the named ones)
-  ledger   print revenue from settled payments by operation and by day (--json for machine output)
+  worker   run a job worker (research briefs) against the same store as the API; run as many as you like
+  ledger   print revenue from settled payments by operation and by day, then paid jobs that failed
+           (--json for machine output)
   facilitator [--port N]
            run a standalone x402 facilitator (GET /supported, POST /verify, POST /settle) that settles
            with X402_SETTLER_PRIVATE_KEY over RPC_URL, for several API instances to share one key;
@@ -65,12 +70,58 @@ async function ledgerCommand(args: string[]): Promise<void> {
   const store = await openStore(config.database);
   try {
     const rows = await store.revenueByOperationAndDay();
+    const failedJobs = await store.jobs.failedPaidJobs();
     process.stdout.write(
-      args.includes("--json") ? `${JSON.stringify(rows, null, 2)}\n` : formatRevenueReport(rows),
+      args.includes("--json")
+        ? `${JSON.stringify(rows, null, 2)}\n`
+        : formatRevenueReport(rows) + formatFailedPaidJobs(failedJobs),
     );
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A worker process: the asynchronous operations whose providers are configured, run from the
+ * shared store until SIGTERM/SIGINT (running jobs get SHUTDOWN_TIMEOUT_MS to finish; a killed
+ * worker's jobs are taken again by another worker once their leases run out).
+ */
+async function workerCommand(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  const store = await openStore(config.database);
+  const now = () => new Date();
+  const started = new Map<string, StartedOperation<unknown, unknown>>();
+  for (const operation of OPERATIONS) {
+    if (operation.kind === "async" && operation.start) {
+      started.set(operation.id, await operation.start({ config, log, now, store }));
+    }
+  }
+  const handlers = jobHandlers(started);
+  if (handlers.size === 0) {
+    await store.close();
+    throw new ConfigError([
+      "RESEARCH_SEARCH_PROVIDER: no job type can run without a search provider; a worker would take no job",
+    ]);
+  }
+  const worker = createWorker(config, store.jobs, handlers, log);
+  await worker.start();
+  const shutdown = (signal: string) => {
+    log.info({ signal }, "signal received");
+    worker
+      .stop(config.shutdownTimeoutMs)
+      .then(() => Promise.all([...started.values()].map((operation) => operation.close?.())))
+      .then(() => store.close())
+      .then(
+        () => process.exit(0),
+        (error) => {
+          log.error({ err: error }, "shutdown failed");
+          process.exit(1);
+        },
+      );
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
 }
 
 async function facilitatorCommand(args: string[]): Promise<void> {
@@ -113,6 +164,8 @@ async function main(argv: string[]): Promise<void> {
     case "build-products":
       process.exitCode = await buildProductsCommand(loadConfig(), args);
       return;
+    case "worker":
+      return workerCommand();
     case "ledger":
       return ledgerCommand(args);
     case "facilitator":

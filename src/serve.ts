@@ -17,6 +17,8 @@ import { createAuthorizationChecker } from "./chain/authorization-state.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
 import type { Config } from "./config.ts";
+import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
+import type { JobWorker } from "./jobs/worker.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator.ts";
 import { PaymentGate } from "./payments/paid-call.ts";
@@ -70,10 +72,11 @@ export async function startService(
       pollingIntervalMs: 250,
     };
   }
-  const store = await openStore(config.database).catch(async (error) => {
+  const store = await openStore(config.database, { now: options.clock }).catch(async (error) => {
     await localChain?.stop();
     throw error;
   });
+  let worker: JobWorker | undefined;
   const started = new Map<string, StartedOperation<unknown, unknown>>();
   const closeOperations = () =>
     Promise.all([
@@ -93,6 +96,11 @@ export async function startService(
       } else if (operation.handler) {
         started.set(operation.id, { handle: operation.handler });
       }
+    }
+    // `serve` runs a worker of its own unless told not to, when an asynchronous operation is served.
+    if (config.jobs.inProcessWorker && operations.some((operation) => operation.kind === "async")) {
+      worker = createWorker(config, store.jobs, jobHandlers(started), log, options.clock);
+      await worker.start();
     }
     const backend = createPaymentBackend(payment, inProcess);
     const resourceServer = new x402ResourceServer(backend.facilitator)
@@ -154,7 +162,11 @@ export async function startService(
         checks[backend.mode === "facilitator" ? "facilitator" : "chain"] =
           `unavailable: ${(error as Error).message}`;
       }
-      checks.worker = "none (no asynchronous operation is enabled on this build)";
+      try {
+        checks.worker = await describeWorkers(store.jobs, (options.clock ?? Date.now)(), config.jobs.leaseMs);
+      } catch (error) {
+        checks.worker = `unknown: ${(error as Error).message}`;
+      }
       for (const [id, operation] of started) {
         if (!operation.probe) continue;
         try {
@@ -216,6 +228,7 @@ export async function startService(
           log.error("shutdown: a settlement did not finish in time"),
         );
         clearTimeout(deadline);
+        await worker?.stop(config.shutdownTimeoutMs);
         await closeOperations();
         await settlerHold?.release();
         await localChain?.stop();
@@ -227,6 +240,7 @@ export async function startService(
     log.info({ port, mode: payment.mode, baseUrl: url }, "listening");
     return { url, config, localChain, payTo: settings.payTo, stop };
   } catch (error) {
+    await worker?.stop(0);
     await closeOperations();
     await settlerHold?.release();
     await localChain?.stop();

@@ -36,7 +36,12 @@ describe("discovery documents agree with the registry", () => {
   let skills: Record<string, any>;
 
   beforeAll(async () => {
-    service = await startTestService();
+    // research-brief answers 503 before its 402 while no worker can take the job: give it a search
+    // provider (never reached: nothing here is paid) so its in-process worker runs research briefs.
+    service = await startTestService({
+      RESEARCH_SEARCH_PROVIDER: "searxng",
+      RESEARCH_SEARCH_URL: "http://127.0.0.1:9",
+    });
     const get = async (path: string) => {
       const response = await fetch(service.url + path);
       expect(response.status).toBe(200);

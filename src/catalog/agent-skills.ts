@@ -47,6 +47,11 @@ function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: st
     "1. Call without payment: the answer is `402` with a `PAYMENT-REQUIRED` header (base64 JSON, x402 v2, scheme `exact`).",
     "2. Sign the EIP-3009 authorization it describes with an x402 client and repeat the call with `PAYMENT-SIGNATURE`.",
     "3. A success carries `PAYMENT-RESPONSE` (the settlement transaction). Invalid input is a `400` with a JSON Pointer per field and is never charged; a failed call is never charged.",
+    ...(operation.kind === "async"
+      ? [
+          "4. The success is `202` with `{ jobId, status, statusUrl, pollAfterSeconds }` (and `Location`): poll `statusUrl` (GET, free, no payment) until `status` is `succeeded` (the answer is in `result`) or `failed` (`error` says why). `503` means no worker can take the job now; nothing is charged.",
+        ]
+      : []),
     "",
     "```ts",
     'import { wrapFetchWithPayment, x402Client } from "@x402/fetch";',

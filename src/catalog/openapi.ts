@@ -126,6 +126,7 @@ export function buildOpenApiDocument(
           operation.kind === "async" ? "Accepted: the job is queued and paid for." : "Success (paid).",
         headers: {
           "PAYMENT-RESPONSE": header("base64 JSON settlement receipt: success, transaction, network, payer."),
+          ...(operation.kind === "async" ? { Location: header("The job's status URL (GET, free).") } : {}),
         },
         content: successContent,
       },
@@ -191,7 +192,13 @@ export function buildOpenApiDocument(
       security: [],
       request: { params: z.object({ id: JobIdParam }) },
       responses: {
-        200: { description: "The job.", content: { "application/json": { schema: JobRecordSchema } } },
+        200: {
+          description: "The job.",
+          headers: {
+            "Retry-After": header("Seconds to wait before polling again, while the job is not finished."),
+          },
+          content: { "application/json": { schema: jobSchema(operations) } },
+        },
         400: problem("The id is not a UUID."),
         404: problem("Unknown job."),
       },
@@ -214,4 +221,16 @@ export function buildOpenApiDocument(
       return { name, description };
     }),
   }) as unknown as Record<string, unknown>;
+}
+
+/** The job record, with `result` described by the async operations' result schemas. */
+function jobSchema(operations: readonly AnyOperation[]) {
+  const results = operations.flatMap((operation) => (operation.jobResult ? [operation.jobResult] : []));
+  if (results.length === 0) return JobRecordSchema;
+  const result =
+    results.length === 1 ? (results[0] as z.ZodType) : z.union(results as [z.ZodType, z.ZodType]);
+  return JobRecordSchema.extend({ result: result.optional() }).meta({
+    id: "Job",
+    description: "A job: its state and, once succeeded, its result.",
+  });
 }

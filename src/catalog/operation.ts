@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { z } from "zod";
 import type { LocalChain } from "../chain/local-chain.ts";
 import type { Config } from "../config.ts";
+import type { JobHandler } from "../jobs/worker.ts";
 import type { FileBody, Store } from "../store/store.ts";
 
 export type OperationKind = "sync" | "async" | "product";
@@ -10,6 +11,8 @@ export interface OperationContext {
   requestId: string;
   log: Logger;
   now: () => Date;
+  /** The ledger key of the payment this call is made under (absent outside the paid pipeline). */
+  paymentKey?: string;
 }
 
 /** What a running service hands an operation that needs more than its input (upstream URLs, clients, the store). */
@@ -34,14 +37,23 @@ export interface StartedOperation<I = unknown, O = unknown> {
   probe?(): Promise<string>;
   /** Releases what it holds when the service stops. */
   close?(): Promise<void>;
+  /**
+   * Async operations: throws a 503 Problem when the work cannot be taken now (no live worker, no
+   * provider), so the call is refused before any payment is asked for or taken.
+   */
+  admit?(): Promise<void>;
+  /** Async operations: the payment under which handle() recorded a job became final. Idempotent. */
+  paymentFinal?(paymentKey: string, state: "settled" | "released" | "failed"): Promise<void>;
+  /** Async operations: runs one job of this operation in a worker (see src/jobs/worker.ts). */
+  jobHandler?: JobHandler;
 }
 
 /** What an operation answers on success; any failure is a thrown Problem. */
 export interface OperationResult<O> {
   status?: 200 | 201 | 202;
-  body: O;
-  /** Extra response headers (a download's Content-Disposition). */
+  /** Extra response headers kept with the answer (Location of a queued job, a download's Content-Disposition). */
   headers?: Record<string, string>;
+  body: O;
   /** A download: the response body is this file, streamed by the app (`body` is ignored). */
   file?: FileBody;
 }
@@ -85,6 +97,8 @@ export interface OperationDefinition<I = unknown, O = unknown> {
    */
   json?: JsonBodyLimits;
   output: z.ZodType<O>;
+  /** Async operations: the `result` of a succeeded job (GET /v1/jobs/{id}), for the documents. */
+  jobResult?: z.ZodType;
   outputContentType: "application/json" | "application/zip";
   example: { input?: unknown; output?: unknown };
   /** Statuses beyond 400/402/413 that this operation can answer. */

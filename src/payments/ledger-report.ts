@@ -1,3 +1,4 @@
+import type { FailedPaidJob } from "../jobs/queue.ts";
 import type { RevenueRow } from "../store/store.ts";
 
 const usd = (atomic: bigint) => {
@@ -29,6 +30,26 @@ export function formatRevenueReport(rows: RevenueRow[]): string {
   }
   operations.push(["total", String(payments), usd(total)]);
   return `Revenue by day and operation\n${render(table)}\nRevenue by operation\n${render(operations)}`;
+}
+
+/**
+ * Jobs that were paid (settled) and then failed: an on-chain payment cannot be undone by the
+ * service, so the operator decides per row (see the README: a refund is a new transfer).
+ */
+export function formatFailedPaidJobs(jobs: FailedPaidJob[]): string {
+  if (jobs.length === 0) return "";
+  const table = [["finished", "job", "payer", "paid (USDC)", "transaction", "error"]];
+  for (const job of jobs) {
+    table.push([
+      job.finishedAt ?? "",
+      job.jobId,
+      job.payer,
+      usd(BigInt(job.amount)),
+      job.txHash ?? "",
+      job.error ? `${job.error.code}: ${job.error.message}` : "",
+    ]);
+  }
+  return `\nPaid jobs that failed (no result delivered)\n${render(table)}`;
 }
 
 /** Text columns left-aligned, numeric columns right-aligned. */

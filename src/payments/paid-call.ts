@@ -58,7 +58,14 @@ export interface PaidCall {
   log: Logger;
   /** The download token the client sent back to resume a paid download (DOWNLOAD_TOKEN_HEADER). */
   downloadToken?: string;
-  run: () => Promise<OperationResult<unknown>>;
+  /** Runs the operation; an async one records its job under this payment (see onFinal). */
+  run: (payment: { paymentKey: string }) => Promise<OperationResult<unknown>>;
+  /**
+   * Async operations: told when the payment becomes final, before the ledger says so, so that the
+   * job recorded by run() is queued (settled) or dropped (released, failed) exactly once whichever
+   * attempt (this request, a retry, another instance) finishes the payment. Must be idempotent.
+   */
+  onFinal?: (paymentKey: string, state: Exclude<PaymentState, "verified">) => Promise<void>;
 }
 
 const hex = (bytes?: number) =>
@@ -294,7 +301,7 @@ export class PaymentGate {
     if (!answer) {
       let result: OperationResult<unknown>;
       try {
-        result = await call.run();
+        result = await call.run({ paymentKey: identity.paymentKey });
       } catch (error) {
         const problem =
           error instanceof Problem
@@ -568,6 +575,7 @@ export class PaymentGate {
     outcome: StoredOutcome,
     extra: { txHash?: string | null; error?: string } = {},
   ): Promise<StoredOutcome> {
+    await call.onFinal?.(identity.paymentKey, state);
     const completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
     if (!completed) {
       // Another attempt (one that outlived its lease) made the payment final first: its outcome stands.

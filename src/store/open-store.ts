@@ -4,8 +4,11 @@ import { SqliteStore } from "./sqlite/sqlite-store.ts";
 import type { Store } from "./store.ts";
 
 /** The store DATABASE_URL names: a SQLite file (one machine) or PostgreSQL (shared by instances). */
-export async function openStore(database: Config["database"]): Promise<Store> {
+export async function openStore(
+  database: Config["database"],
+  options: { now?: () => number } = {},
+): Promise<Store> {
   return database.kind === "postgres"
-    ? PostgresStore.open({ connectionString: database.url, poolSize: database.poolSize })
-    : new SqliteStore(database.path);
+    ? PostgresStore.open({ connectionString: database.url, poolSize: database.poolSize, now: options.now })
+    : new SqliteStore(database.path, options);
 }

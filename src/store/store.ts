@@ -1,3 +1,5 @@
+import type { JobQueue } from "../jobs/queue.ts";
+
 /**
  * The persistence boundary. Everything the service keeps (payments, their stored outcomes,
  * jobs) goes through this async interface, so SQLite (one machine) and PostgreSQL (many
@@ -76,16 +78,6 @@ export interface PaymentCounts {
   count: number;
 }
 
-export interface JobRecord {
-  id: string;
-  operationId: string;
-  state: string;
-  result: unknown;
-  error: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
 /** One instance's hold on a settlement account, so two instances never send from the same key. */
 export interface SettlerClaim {
   /** network:address of the settlement account, lower-cased. */
@@ -140,6 +132,7 @@ export interface Store {
   /** Claims the right to load `key` until `until` unless another owner's unexpired claim holds it: single flight across instances. */
   claimCacheLoad(key: string, owner: string, until: number, now: number): Promise<boolean>;
   releaseCacheLoad(key: string, owner: string): Promise<void>;
-  getJob(id: string): Promise<JobRecord | undefined>;
+  /** The durable job queue, in the same database as the ledger (a job is linked to its payment). */
+  readonly jobs: JobQueue;
   close(): Promise<void>;
 }

@@ -1,5 +1,109 @@
+import { randomUUID } from "node:crypto";
+import type { z } from "zod";
+import type { OperationEnvironment, StartedOperation } from "../../catalog/operation.ts";
 import { defineOperation } from "../../catalog/operation.ts";
-import { ResearchBriefRequest, ResearchJobAccepted } from "./schema.ts";
+import { POLL_AFTER_SECONDS } from "../../jobs/job-view.ts";
+import { type JobHandler, livenessSince } from "../../jobs/worker.ts";
+import { Problem } from "../../problem.ts";
+import { createChatModel } from "./model.ts";
+import { runResearch } from "./pipeline.ts";
+import { DEFAULT_RETRY } from "./retry.ts";
+import { safeFetch } from "./safe-fetch.ts";
+import {
+  type ResearchBriefInput,
+  ResearchBriefRequest,
+  ResearchBriefResult,
+  ResearchJobAccepted,
+} from "./schema.ts";
+import { createSearchProvider } from "./search.ts";
+
+const JOB_TYPE = "research-brief";
+const UNAVAILABLE_RETRY_AFTER_SECONDS = "30";
+
+const unavailable = (detail: string) =>
+  new Problem(503, "research-unavailable", "Research worker unavailable", `${detail}; no payment was taken`, {
+    headers: { "retry-after": UNAVAILABLE_RETRY_AFTER_SECONDS },
+  });
+
+type Accepted = z.output<typeof ResearchJobAccepted>;
+
+/**
+ * The API side records a paid job and answers 202; the worker side (jobHandler) runs the
+ * research. Both sides start from the same configuration: a worker offers the job type only when
+ * its search provider is configured, and the API takes a job only while such a worker is alive.
+ */
+async function start(env: OperationEnvironment): Promise<StartedOperation<ResearchBriefInput, Accepted>> {
+  const { config, store, log } = env;
+  const queue = store.jobs;
+  const { search, llm, fetchAllowHosts } = config.research;
+
+  const admit = async () => {
+    if (!search)
+      throw unavailable("no search provider is configured on this service (RESEARCH_SEARCH_PROVIDER)");
+    const alive = await queue.liveWorkers(livenessSince(env.now().getTime(), config.jobs.leaseMs));
+    if (!alive.some((worker) => worker.types.includes(JOB_TYPE))) {
+      throw unavailable(
+        alive.length > 0
+          ? "no live worker has a search provider configured"
+          : "no research worker is running",
+      );
+    }
+  };
+
+  let jobHandler: JobHandler | undefined;
+  if (search) {
+    const deps = {
+      search: createSearchProvider(search),
+      model: llm ? createChatModel(llm) : undefined,
+      fetchPage: (url: string, signal: AbortSignal) =>
+        safeFetch(url, { allowHosts: fetchAllowHosts, signal }),
+      now: env.now,
+      retry: DEFAULT_RETRY,
+    };
+    jobHandler = (input, context) =>
+      runResearch(ResearchBriefRequest.parse(input), deps, {
+        signal: context.signal,
+        log: context.log,
+        progress: (stage, fraction) => context.progress({ stage, fraction }),
+      });
+  }
+
+  return {
+    admit,
+    jobHandler,
+    available: search !== undefined,
+    async probe() {
+      if (!search) return "no search provider configured (RESEARCH_SEARCH_PROVIDER): requests answer 503";
+      return `search ${search.provider}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
+    },
+    async handle(input, ctx) {
+      await admit();
+      const paymentKey = ctx.paymentKey ?? null;
+      // A resumed payment may run this again: its job is the one already recorded.
+      const job =
+        (paymentKey ? await queue.getByPayment(paymentKey) : undefined) ??
+        (await queue.create(
+          { id: randomUUID(), type: JOB_TYPE, input, paymentKey, maxAttempts: config.jobs.maxAttempts },
+          { queued: paymentKey === null },
+        ));
+      const statusUrl = `${config.baseUrl}/v1/jobs/${job.id}`;
+      return {
+        status: 202,
+        headers: { location: statusUrl },
+        body: { jobId: job.id, status: "queued", statusUrl, pollAfterSeconds: POLL_AFTER_SECONDS },
+      };
+    },
+    async paymentFinal(paymentKey, state) {
+      const job = await queue.getByPayment(paymentKey);
+      if (!job) {
+        if (state === "settled") log.error({ paymentKey }, "a settled research payment has no job");
+        return;
+      }
+      if (state === "settled") await queue.markPaid(job.id);
+      else await queue.drop(job.id);
+    },
+  };
+}
 
 export const researchBrief = defineOperation({
   id: "research-brief",
@@ -9,12 +113,16 @@ export const researchBrief = defineOperation({
   kind: "async",
   summary: "Queue a researched brief with cited sources",
   description:
-    "Queues a research job that answers the question concisely with source URLs and explicit caveats. " +
-    "Answers 202 with a status URL; poll GET /v1/jobs/{id} (free) for the state and the result.",
+    "Queues a research job that answers the question concisely with source URLs and explicit caveats: it " +
+    "searches the web, reads the top pages, writes a Markdown answer citing them as [n] (or, without a model, " +
+    "quotes the most relevant sentences), and removes any citation that does not name a page it read. " +
+    "Answers 202 with a status URL (also in Location); poll GET /v1/jobs/{id} (free) until status is " +
+    "succeeded or failed. 503 (nothing charged) when no research worker is running.",
   tags: ["research"],
   inputFrom: "body",
   input: ResearchBriefRequest,
   output: ResearchJobAccepted,
+  jobResult: ResearchBriefResult,
   outputContentType: "application/json",
   example: {
     input: { question: "Which EU regulations govern humanoid robots in warehouses?", requiredSources: 3 },
@@ -22,7 +130,9 @@ export const researchBrief = defineOperation({
       jobId: "0f8fad5b-d9cb-469f-a165-70867728950e",
       status: "queued",
       statusUrl: "http://localhost:8402/v1/jobs/0f8fad5b-d9cb-469f-a165-70867728950e",
+      pollAfterSeconds: POLL_AFTER_SECONDS,
     },
   },
   errorResponses: [{ status: 503, description: "The research worker is unavailable; no payment is taken." }],
+  start,
 });

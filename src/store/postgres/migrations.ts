@@ -57,4 +57,39 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX cache_entries_stored_at ON cache_entries (stored_at);
     `,
   },
+  {
+    version: 4,
+    name: "durable jobs and worker liveness",
+    sql: `
+      CREATE TABLE jobs (
+        id            TEXT PRIMARY KEY,
+        type          TEXT NOT NULL,
+        state         TEXT NOT NULL
+                      CHECK (state IN ('awaiting_payment', 'queued', 'running', 'succeeded', 'failed')),
+        input         TEXT NOT NULL,
+        payment_key   TEXT UNIQUE REFERENCES payments (payment_key),
+        attempts      INTEGER NOT NULL DEFAULT 0,
+        max_attempts  INTEGER NOT NULL,
+        lease_owner   TEXT,
+        lease_until   BIGINT,
+        progress      TEXT,
+        result        TEXT,
+        error         TEXT,
+        created_at    TIMESTAMPTZ NOT NULL,
+        started_at    TIMESTAMPTZ,
+        finished_at   TIMESTAMPTZ,
+        updated_at    TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX jobs_runnable ON jobs (state, type, created_at);
+      CREATE INDEX jobs_finished_at ON jobs (finished_at);
+      CREATE TABLE workers (
+        id          TEXT PRIMARY KEY,
+        types       TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        pid         INTEGER NOT NULL,
+        started_at  TEXT NOT NULL,
+        last_seen   BIGINT NOT NULL
+      );
+    `,
+  },
 ];

@@ -1,7 +1,7 @@
 import pg from "pg";
+import { PostgresJobQueue } from "../../jobs/postgres-job-queue.ts";
 import type {
   CacheEntry,
-  JobRecord,
   NewPayment,
   PaymentCompletion,
   PaymentCounts,
@@ -22,6 +22,8 @@ export interface PostgresStoreOptions {
   poolSize: number;
   /** A schema of its own (created when missing); tests use one per run. Default: the connection's search_path. */
   schema?: string;
+  /** The job queue's clock (epoch ms); injectable in tests. */
+  now?: () => number;
 }
 
 interface PaymentRow {
@@ -83,9 +85,12 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export class PostgresStore implements Store {
   readonly kind = "postgres";
   readonly pool: pg.Pool;
+  /** The durable job queue, in the same database as the ledger (a job is linked to its payment). */
+  readonly jobs: PostgresJobQueue;
 
-  private constructor(pool: pg.Pool) {
+  private constructor(pool: pg.Pool, now?: () => number) {
     this.pool = pool;
+    this.jobs = new PostgresJobQueue(pool, now);
   }
 
   /** Connects, creates the schema when asked, and migrates under an advisory lock. */
@@ -100,7 +105,7 @@ export class PostgresStore implements Store {
     });
     // An idle client that loses its connection emits here; without a listener the process would crash.
     pool.on("error", () => {});
-    const store = new PostgresStore(pool);
+    const store = new PostgresStore(pool, options.now);
     try {
       await store.migrate(options.schema);
     } catch (error) {
@@ -321,11 +326,6 @@ export class PostgresStore implements Store {
       "UPDATE cache_entries SET load_owner = NULL, load_until = 0 WHERE key = $1 AND load_owner = $2",
       [key, owner],
     );
-  }
-
-  async getJob(_id: string): Promise<JobRecord | undefined> {
-    // Jobs move to the JobQueue of the research-brief work; until it lands there are none here.
-    return undefined;
   }
 
   async close(): Promise<void> {

@@ -78,4 +78,41 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX cache_entries_stored_at ON cache_entries (stored_at);
     `,
   },
+  {
+    version: 5,
+    name: "durable jobs and worker liveness",
+    // Version 2's jobs table was a draft that nothing wrote to: replaced by the queue's shape.
+    sql: `
+      DROP TABLE jobs;
+      CREATE TABLE jobs (
+        id            TEXT PRIMARY KEY,
+        type          TEXT NOT NULL,
+        state         TEXT NOT NULL
+                      CHECK (state IN ('awaiting_payment', 'queued', 'running', 'succeeded', 'failed')),
+        input         TEXT NOT NULL,
+        payment_key   TEXT UNIQUE REFERENCES payments (payment_key),
+        attempts      INTEGER NOT NULL DEFAULT 0,
+        max_attempts  INTEGER NOT NULL,
+        lease_owner   TEXT,
+        lease_until   INTEGER,
+        progress      TEXT,
+        result        TEXT,
+        error         TEXT,
+        created_at    TEXT NOT NULL,
+        started_at    TEXT,
+        finished_at   TEXT,
+        updated_at    TEXT NOT NULL
+      );
+      CREATE INDEX jobs_runnable ON jobs (state, type, created_at);
+      CREATE INDEX jobs_finished_at ON jobs (finished_at);
+      CREATE TABLE workers (
+        id          TEXT PRIMARY KEY,
+        types       TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        pid         INTEGER NOT NULL,
+        started_at  TEXT NOT NULL,
+        last_seen   INTEGER NOT NULL
+      );
+    `,
+  },
 ];

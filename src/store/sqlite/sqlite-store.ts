@@ -1,9 +1,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { SqliteJobQueue } from "../../jobs/sqlite-job-queue.ts";
 import type {
   CacheEntry,
-  JobRecord,
   NewPayment,
   PaymentCompletion,
   PaymentCounts,
@@ -69,8 +69,10 @@ export class SqliteStore implements Store {
   readonly kind = "sqlite";
   private readonly db: Database.Database;
   private readonly statements;
+  readonly jobs: SqliteJobQueue;
 
-  constructor(file: string) {
+  /** `now` (epoch ms) drives the job queue's leases and liveness; injectable for tests. */
+  constructor(file: string, options: { now?: () => number } = {}) {
     if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma("journal_mode = WAL");
@@ -115,7 +117,6 @@ export class SqliteStore implements Store {
       counts: this.db.prepare(
         "SELECT operation_id, state, count(*) AS count FROM payments GROUP BY operation_id, state",
       ),
-      getJob: this.db.prepare("SELECT * FROM jobs WHERE id = ?"),
       claimSettler: this.db.prepare(
         `INSERT INTO settler_claims (account, instance_id, lease_until) VALUES (@account, @instanceId, @leaseUntil)
          ON CONFLICT (account) DO UPDATE SET instance_id = excluded.instance_id, lease_until = excluded.lease_until
@@ -145,6 +146,7 @@ export class SqliteStore implements Store {
       ),
       releaseSettler: this.db.prepare("DELETE FROM settler_claims WHERE account = ? AND instance_id = ?"),
     };
+    this.jobs = new SqliteJobQueue(this.db, options.now);
   }
 
   private migrate(): void {
@@ -265,30 +267,6 @@ export class SqliteStore implements Store {
 
   async releaseCacheLoad(key: string, owner: string): Promise<void> {
     this.statements.releaseCacheLoad.run(key, owner);
-  }
-
-  async getJob(id: string): Promise<JobRecord | undefined> {
-    const row = this.statements.getJob.get(id) as
-      | {
-          id: string;
-          operation_id: string;
-          state: string;
-          result: string | null;
-          error: string | null;
-          created_at: string;
-          updated_at: string;
-        }
-      | undefined;
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      operationId: row.operation_id,
-      state: row.state,
-      result: row.result ? JSON.parse(row.result) : null,
-      error: row.error,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
   }
 
   async close(): Promise<void> {

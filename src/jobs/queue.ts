@@ -1,0 +1,130 @@
+/**
+ * Durable jobs: the queue the API records paid jobs in and workers take them from.
+ *
+ * The interface is async and says nothing about the engine: SQLite serves one machine now; a
+ * PostgreSQL implementation (FOR UPDATE SKIP LOCKED, or pg-boss) serves many API instances and
+ * workers later and must pass the same contract suite (test/jobs-contract.ts).
+ *
+ * States: awaiting_payment → queued → running → succeeded | failed. A job is recorded before its
+ * payment settles (awaiting_payment, invisible to workers), queued once the payment is settled,
+ * and dropped if it is not. A running job is held under a lease that its worker renews with
+ * heartbeats; a job whose lease ran out (its worker died) is taken again, up to maxAttempts
+ * claims, then failed with the reason.
+ */
+
+export type JobState = "awaiting_payment" | "queued" | "running" | "succeeded" | "failed";
+
+export interface JobError {
+  /** A stable machine-readable code, e.g. "provider_failed", "attempts_exhausted". */
+  code: string;
+  message: string;
+}
+
+export interface JobProgress {
+  /** What the job is doing now, e.g. "searching", "reading sources". */
+  stage: string;
+  /** 0 to 1, when known. */
+  fraction?: number;
+}
+
+export interface Job {
+  id: string;
+  type: string;
+  state: JobState;
+  input: unknown;
+  /** The ledger row (payments.payment_key) that paid for this job, if any. */
+  paymentKey: string | null;
+  /** How many times a worker took the job. */
+  attempts: number;
+  maxAttempts: number;
+  leaseOwner: string | null;
+  /** Epoch ms until which leaseOwner holds a running job. */
+  leaseUntil: number | null;
+  progress: JobProgress | null;
+  result: unknown;
+  error: JobError | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  updatedAt: string;
+}
+
+export interface NewJob {
+  /** A random UUID v4: nothing about a job is guessable from another. */
+  id: string;
+  type: string;
+  input: unknown;
+  paymentKey: string | null;
+  maxAttempts: number;
+}
+
+export interface WorkerRecord {
+  id: string;
+  /** Job types this worker can run (it has the providers they need). */
+  types: string[];
+  host: string;
+  pid: number;
+  startedAt: string;
+  /** Epoch ms of its last liveness report. */
+  lastSeen: number;
+}
+
+export interface MaintenanceReport {
+  /** awaiting_payment jobs whose payment the ledger shows settled: queued now. */
+  promoted: number;
+  /** awaiting_payment jobs whose payment was released or failed: dropped. */
+  dropped: number;
+  /** Finished jobs older than the retention: deleted. */
+  purged: number;
+  /** Worker rows not seen for a long time: deleted. */
+  forgottenWorkers: number;
+}
+
+export interface JobQueue {
+  /** Records a job in state awaiting_payment (or queued when it needs no payment). */
+  create(job: NewJob, options?: { queued?: boolean }): Promise<Job>;
+  get(id: string): Promise<Job | undefined>;
+  getByPayment(paymentKey: string): Promise<Job | undefined>;
+  /** awaiting_payment → queued; false if the job is not awaiting payment (already queued, or gone). */
+  markPaid(id: string): Promise<boolean>;
+  /** Deletes a job that is still awaiting payment (its payment did not settle); false otherwise. */
+  drop(id: string): Promise<boolean>;
+  /**
+   * Takes the oldest runnable job of one of `types` for `workerId`: a queued one, or a running one
+   * whose lease ran out. Counts the attempt; a job past maxAttempts is failed instead of returned.
+   */
+  claim(workerId: string, types: readonly string[], leaseMs: number): Promise<Job | undefined>;
+  /** Renews the lease (and records progress) while workerId still holds the job; false if it lost it. */
+  heartbeat(id: string, workerId: string, leaseMs: number, progress?: JobProgress): Promise<boolean>;
+  /** running → succeeded with the result, only for the lease holder; false if it lost the job. */
+  complete(id: string, workerId: string, result: unknown): Promise<boolean>;
+  /** running → failed with the error, only for the lease holder; false if it lost the job. */
+  fail(id: string, workerId: string, error: JobError): Promise<boolean>;
+  /** Liveness: insert or refresh the worker's row. */
+  reportWorker(worker: Omit<WorkerRecord, "lastSeen">): Promise<void>;
+  removeWorker(workerId: string): Promise<void>;
+  /** Workers seen at or after `since` (epoch ms). */
+  liveWorkers(since: number): Promise<WorkerRecord[]>;
+  /**
+   * Housekeeping any worker may run at any time, concurrently with others: settles the fate of
+   * awaiting_payment jobs from the ledger, purges finished jobs older than `purgeBefore` (epoch ms)
+   * except failed paid ones (the operator's record of money taken for nothing), forgets workers
+   * unseen since `forgetWorkersBefore`.
+   */
+  maintain(options: { purgeBefore: number; forgetWorkersBefore: number }): Promise<MaintenanceReport>;
+  /** Failed jobs that were paid for, with their payment: what the operator may want to make good. */
+  failedPaidJobs(): Promise<FailedPaidJob[]>;
+}
+
+export interface FailedPaidJob {
+  jobId: string;
+  type: string;
+  error: JobError | null;
+  finishedAt: string | null;
+  paymentKey: string;
+  payer: string;
+  amount: string;
+  txHash: string | null;
+}
+
+export const FINAL_JOB_STATES: readonly JobState[] = ["succeeded", "failed"];

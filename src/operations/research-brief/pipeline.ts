@@ -1,0 +1,309 @@
+import { JobFailure } from "../../jobs/worker.ts";
+import { limitWords, verifyCitations } from "./citations.ts";
+import { extractiveAnswer } from "./extractive.ts";
+import type { ChatMessage, ChatModel } from "./model.ts";
+import { readablePage } from "./readable.ts";
+import { ProviderError, type RetryPolicy, withRetries } from "./retry.ts";
+import type { FetchedPage } from "./safe-fetch.ts";
+import type { ResearchBrief, ResearchBriefInput } from "./schema.ts";
+import type { SearchHit, SearchProvider } from "./search.ts";
+import { clip, countWords, keywords, normalizeUrl } from "./text.ts";
+
+export interface ResearchDependencies {
+  search: SearchProvider;
+  /** Absent: the brief is extractive. */
+  model?: ChatModel;
+  fetchPage(url: string, signal: AbortSignal): Promise<FetchedPage>;
+  now(): Date;
+  retry: RetryPolicy;
+}
+
+export interface ResearchContext {
+  signal: AbortSignal;
+  progress(stage: string, fraction: number): Promise<void>;
+  log?: { warn(object: object, message: string): void };
+}
+
+interface ReadSource {
+  n: number;
+  url: string;
+  title: string;
+  text: string;
+  fetchedAt: string;
+  publishedAt?: string;
+}
+
+/** A page with fewer words than this is a stub, an error page or a paywall: not a source. */
+const MIN_SOURCE_WORDS = 60;
+const HITS_PER_QUERY = 10;
+/** Spare candidates fetched beyond requiredSources, for pages that fail or are unreadable. */
+const SPARE_CANDIDATES = 5;
+const FETCH_CONCURRENCY = 4;
+/** Characters of each source the model sees. */
+const SOURCE_CHARS_FOR_MODEL = 6000;
+const CAVEATS_HEADING = /^\s*(?:#+\s*)?\**caveats:?\**\s*$/im;
+
+/**
+ * Up to three search queries: the question as asked, its content words, and those with the
+ * context's most frequent content words (what the agent is working on narrows the search).
+ */
+export function planQueries(question: string, context?: string): string[] {
+  const queries = [question.replace(/\s+/g, " ").trim().slice(0, 300)];
+  const questionTerms = [...new Set(keywords(question))].slice(0, 12);
+  if (questionTerms.length > 0) queries.push(questionTerms.join(" "));
+  if (context) {
+    const counts = new Map<string, number>();
+    for (const term of keywords(context)) {
+      if (!questionTerms.includes(term)) counts.set(term, (counts.get(term) ?? 0) + 1);
+    }
+    const contextTerms = [...counts]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 4)
+      .map(([term]) => term);
+    if (contextTerms.length > 0) queries.push([...questionTerms.slice(0, 8), ...contextTerms].join(" "));
+  }
+  return [...new Set(queries)];
+}
+
+/** Interleaves the queries' hits by rank and keeps the first of each URL. */
+function mergeHits(lists: SearchHit[][]): SearchHit[] {
+  const merged: SearchHit[] = [];
+  const seen = new Set<string>();
+  for (let rank = 0; rank < Math.max(0, ...lists.map((list) => list.length)); rank++) {
+    for (const list of lists) {
+      const hit = list[rank];
+      if (!hit) continue;
+      const key = normalizeUrl(hit.url);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      merged.push(hit);
+    }
+  }
+  return merged;
+}
+
+const providerFailure = (what: string, error: unknown) =>
+  new JobFailure(
+    "provider_failed",
+    `${what} failed after retries: ${error instanceof Error ? error.message : String(error)}`,
+  );
+
+/** search → read → write → verify: the research brief of SPEC.md, with its caveats. */
+export async function runResearch(
+  input: ResearchBriefInput,
+  deps: ResearchDependencies,
+  context: ResearchContext,
+): Promise<ResearchBrief> {
+  const { signal } = context;
+  const queries = planQueries(input.question, input.context);
+
+  await context.progress("searching", 0.1);
+  const results = await Promise.allSettled(
+    queries.map((query) =>
+      withRetries(() => deps.search.search(query, { count: HITS_PER_QUERY, signal }), deps.retry, signal),
+    ),
+  );
+  const lists = results.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
+  if (lists.length === 0) {
+    throw providerFailure(
+      `the search provider (${deps.search.name})`,
+      (results[0] as PromiseRejectedResult).reason,
+    );
+  }
+  const candidates = mergeHits(lists)
+    .filter((hit) => /^https?:\/\//i.test(hit.url))
+    .slice(0, input.requiredSources + SPARE_CANDIDATES);
+
+  await context.progress("reading sources", 0.3);
+  const sources = await readSources(candidates, input.requiredSources, deps, context);
+  if (sources.length === 0) {
+    throw new JobFailure(
+      "no_readable_sources",
+      `none of the ${candidates.length} pages the search found could be read; no brief can be written without sources`,
+    );
+  }
+
+  const caveats: string[] = [];
+  if (sources.length < input.requiredSources) {
+    caveats.push(
+      `Source shortfall: only ${sources.length} of the ${input.requiredSources} required sources could be found and read; ` +
+        "the answer rests on fewer sources than asked for.",
+    );
+  }
+
+  let answer: string;
+  let modelCaveats: string[] = [];
+  if (deps.model) {
+    await context.progress("writing", 0.7);
+    const model = deps.model;
+    let written: string;
+    try {
+      written = await withRetries(
+        () =>
+          model.complete(promptFor(input, sources), {
+            signal,
+            maxTokens: Math.ceil(input.maxWords * 2.5) + 400,
+          }),
+        deps.retry,
+        signal,
+      );
+    } catch (error) {
+      if (!(error instanceof ProviderError) && signal.aborted) throw error;
+      throw providerFailure(`the model (${model.name})`, error);
+    }
+    const [body, caveatBlock = ""] = written.split(CAVEATS_HEADING);
+    answer = (body as string).trim();
+    modelCaveats = caveatBlock
+      .split("\n")
+      .map((line) => line.replace(/^\s*[-*•]\s*/, "").trim())
+      .filter((line) => line && !/^none\.?$/i.test(line));
+  } else {
+    await context.progress("ranking sentences", 0.7);
+    answer = extractiveAnswer(input.question, input.context, sources, input.maxWords);
+  }
+
+  await context.progress("verifying citations", 0.9);
+  const verified = verifyCitations(answer, sources);
+  answer = verified.text;
+  const removed = [...verified.removed];
+  let dropped = verified.droppedSentences;
+  const checkedModelCaveats = modelCaveats.map((caveat) => {
+    const checked = verifyCitations(caveat, sources);
+    removed.push(...checked.removed);
+    dropped += checked.droppedSentences;
+    return checked.text;
+  });
+  if (removed.length > 0) {
+    caveats.push(
+      `Removed ${removed.length} citation${removed.length === 1 ? "" : "s"} that pointed at no page that was read: ${removed.join(", ")}` +
+        (dropped > 0
+          ? `; ${dropped} sentence${dropped === 1 ? "" : "s"} that rested only on them ${dropped === 1 ? "was" : "were"} removed too.`
+          : "."),
+    );
+  }
+  if (deps.model && verified.cited.length === 0) {
+    caveats.push("The model's answer cites none of the sources: treat it as unsupported.");
+  }
+  const limited = limitWords(answer, input.maxWords);
+  answer = limited.text;
+  if (limited.shortened) caveats.push(`The answer was cut to the requested ${input.maxWords} words.`);
+  caveats.push(...checkedModelCaveats.filter(Boolean).map((caveat) => `Noted while writing: ${caveat}`));
+  if (!deps.model) {
+    caveats.push(
+      "Disagreement between sources is not detected in extractive mode: compare the cited sources where they differ.",
+    );
+  }
+  caveats.push(recencyCaveat(sources, deps.now()));
+  caveats.push(
+    deps.model
+      ? `Machine-generated text: written by a language model (${deps.model.name}) from the sources listed; every [n] was checked to name a source that was read, not that the source says exactly this.`
+      : "Extractive brief: sentences quoted from the sources and ranked by overlap with the question, not a written synthesis.",
+  );
+
+  return {
+    question: input.question,
+    answer,
+    wordCount: countWords(answer),
+    sources: sources.map((source) => ({
+      n: source.n,
+      url: source.url,
+      title: source.title,
+      fetchedAt: source.fetchedAt,
+      excerpt: clip(source.text, 300),
+      ...(source.publishedAt ? { publishedAt: source.publishedAt } : {}),
+    })),
+    caveats,
+    method: { search: deps.search.name, model: deps.model ? deps.model.name : "extractive" },
+    generatedAt: deps.now().toISOString(),
+  };
+}
+
+/** Fetches candidates in rank order, a few at a time, until `wanted` readable sources are in hand. */
+async function readSources(
+  candidates: SearchHit[],
+  wanted: number,
+  deps: ResearchDependencies,
+  context: ResearchContext,
+): Promise<ReadSource[]> {
+  const read: (Omit<ReadSource, "n"> | undefined)[] = new Array(candidates.length);
+  let next = 0;
+  const readable = () => read.filter(Boolean).length;
+  const worker = async () => {
+    while (next < candidates.length && readable() < wanted && !context.signal.aborted) {
+      const index = next++;
+      const hit = candidates[index] as SearchHit;
+      try {
+        const page = await deps.fetchPage(hit.url, context.signal);
+        const extracted = readablePage(page.text, page.contentType, hit.title || page.url);
+        if (countWords(extracted.text) < MIN_SOURCE_WORDS) continue;
+        const publishedAt = extracted.publishedAt ?? hit.publishedAt;
+        read[index] = {
+          url: page.url,
+          title: extracted.title,
+          text: extracted.text,
+          fetchedAt: deps.now().toISOString(),
+          ...(publishedAt ? { publishedAt } : {}),
+        };
+      } catch (error) {
+        context.log?.warn({ url: hit.url, reason: (error as Error).message }, "source not read");
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: FETCH_CONCURRENCY }, worker));
+  if (context.signal.aborted) throw context.signal.reason;
+  // Keep rank order; a redirect may have led two hits to one page.
+  const unique = new Map<string, Omit<ReadSource, "n">>();
+  for (const source of read)
+    if (source && !unique.has(normalizeUrl(source.url))) unique.set(normalizeUrl(source.url), source);
+  return [...unique.values()].slice(0, wanted).map((source, index) => ({ n: index + 1, ...source }));
+}
+
+function promptFor(input: ResearchBriefInput, sources: ReadSource[]): ChatMessage[] {
+  const numbered = sources
+    .map(
+      (source) =>
+        `[${source.n}] ${source.title}\nURL: ${source.url}\n${clip(source.text, SOURCE_CHARS_FOR_MODEL)}`,
+    )
+    .join("\n\n---\n\n");
+  return [
+    {
+      role: "system",
+      content:
+        "You write concise research briefs for software agents. Use only the numbered sources given. " +
+        "Cite every factual statement with the number of its source in square brackets, like [1] or [2][3]. " +
+        "Never cite a number that is not listed and never add URLs. Say plainly when the sources do not answer something.",
+    },
+    {
+      role: "user",
+      content: [
+        `Question: ${input.question}`,
+        input.context ? `Context from the asker: ${input.context}` : "",
+        `Write the answer in Markdown, at most ${input.maxWords} words.`,
+        "After the answer, write a line containing only CAVEATS: followed by one '- ' line for each point where " +
+          "sources disagree, are thin or may be outdated (or '- none').",
+        "",
+        "Sources:",
+        numbered,
+      ]
+        .filter((line) => line !== "")
+        .join("\n"),
+    },
+  ];
+}
+
+/** What the sources' dates say about how current the brief is. */
+function recencyCaveat(sources: ReadSource[], now: Date): string {
+  const dated = sources
+    .map((source) => ({ source, time: source.publishedAt ? Date.parse(source.publishedAt) : Number.NaN }))
+    .filter((entry) => Number.isFinite(entry.time));
+  if (dated.length === 0) {
+    return "Recency: none of the sources states a publication date; the information may be out of date.";
+  }
+  const day = (time: number) => new Date(time).toISOString().slice(0, 10);
+  const times = dated.map((entry) => entry.time).sort((a, b) => a - b);
+  const old = dated.filter((entry) => now.getTime() - entry.time > 2 * 365 * 86_400_000);
+  return (
+    `Recency: ${dated.length} of ${sources.length} sources state a publication date, from ${day(times[0] as number)} to ${day(times[times.length - 1] as number)}` +
+    (old.length > 0 ? `; ${old.length} ${old.length === 1 ? "is" : "are"} more than two years old.` : ".")
+  );
+}

@@ -1,0 +1,64 @@
+/** A provider call that failed in a way a retry may fix (network, timeout, 429, 5xx). */
+export class ProviderError extends Error {
+  constructor(
+    readonly provider: string,
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(`${provider}: ${message}`);
+  }
+}
+
+export interface RetryPolicy {
+  attempts: number;
+  /** The first wait; each further wait doubles it. */
+  baseDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 1000 };
+
+/** Calls `work` until it succeeds, a non-retryable error, or the attempts run out (then throws the last error). */
+export async function withRetries<T>(
+  work: () => Promise<T>,
+  policy: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const retryable = error instanceof ProviderError ? error.retryable : true;
+      if (!retryable || attempt >= policy.attempts || signal?.aborted) throw error;
+      await new Promise((resolve) => setTimeout(resolve, policy.baseDelayMs * 2 ** (attempt - 1)));
+    }
+  }
+}
+
+/** fetch with a timeout, turning transport failures and retryable statuses into ProviderErrors. */
+export async function providerFetch(
+  provider: string,
+  url: string,
+  init: RequestInit & { timeoutMs: number; signal?: AbortSignal },
+): Promise<unknown> {
+  const timeout = AbortSignal.timeout(init.timeoutMs);
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      ...init,
+      signal: init.signal ? AbortSignal.any([init.signal, timeout]) : timeout,
+    });
+  } catch (error) {
+    const reason = timeout.aborted ? `no answer within ${init.timeoutMs} ms` : (error as Error).message;
+    throw new ProviderError(provider, `unreachable (${reason})`, true);
+  }
+  if (!response.ok) {
+    const detail = (await response.text().catch(() => "")).slice(0, 200);
+    const retryable = response.status === 429 || response.status >= 500;
+    throw new ProviderError(provider, `answered ${response.status}${detail ? `: ${detail}` : ""}`, retryable);
+  }
+  try {
+    return await response.json();
+  } catch {
+    throw new ProviderError(provider, "answered something that is not JSON", true);
+  }
+}

@@ -1,0 +1,108 @@
+import http from "node:http";
+import { createPublicClient, createWalletClient, parseAbi, http as viemHttp } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { BASE_USDC_ADDRESS } from "../../src/config.ts";
+import { freePort } from "./service.ts";
+
+/** Ways a payment can go wrong on the chain's side, for end-to-end tests of the paid pipeline. */
+
+/** The ledger key of a signed payment: network, asset, payer and nonce. */
+export function paymentKeyOf(payment: Record<string, string>): string {
+  const decoded = JSON.parse(Buffer.from(Object.values(payment)[0] as string, "base64").toString());
+  const { from, nonce } = decoded.payload.authorization;
+  return `${decoded.accepted.network}:${decoded.accepted.asset}:${from}:${nonce}`.toLowerCase();
+}
+
+/** A JSON-RPC relay to anvil that can go dark right after a transaction is broadcast. */
+export async function startFlakyRpc(target: string) {
+  let darkAfterBroadcast = false;
+  let dark = false;
+  const server = http.createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString();
+    if (dark) {
+      response.writeHead(503).end("unavailable");
+      return;
+    }
+    const upstream = await fetch(target, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    const text = await upstream.text();
+    if (darkAfterBroadcast && body.includes("eth_sendRawTransaction")) dark = true;
+    response.writeHead(upstream.status, { "content-type": "application/json" }).end(text);
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    goDarkAfterNextBroadcast: () => {
+      darkAfterBroadcast = true;
+    },
+    heal: () => {
+      darkAfterBroadcast = false;
+      dark = false;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * The payer spends its authorization's nonce on a 0-value transfer to itself and mines it, so the
+ * payment it signed can no longer settle (the nonce is "consumed" without paying payTo).
+ */
+export async function spendNonceElsewhere(rpcUrl: string, privateKey: `0x${string}`, nonce: `0x${string}`) {
+  const account = privateKeyToAccount(privateKey);
+  const authorization = {
+    from: account.address,
+    to: account.address,
+    value: 0n,
+    validAfter: 0n,
+    validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600),
+    nonce,
+  };
+  const signature = await account.signTypedData({
+    domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: BASE_USDC_ADDRESS },
+    types: {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "TransferWithAuthorization",
+    message: authorization,
+  });
+  const wallet = createWalletClient({
+    account,
+    transport: viemHttp(rpcUrl),
+    chain: { ...base, rpcUrls: { default: { http: [rpcUrl] } } },
+  });
+  const hash = await wallet.writeContract({
+    address: BASE_USDC_ADDRESS,
+    abi: parseAbi([
+      "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
+    ]),
+    functionName: "transferWithAuthorization",
+    args: [
+      authorization.from,
+      authorization.to,
+      authorization.value,
+      authorization.validAfter,
+      authorization.validBefore,
+      authorization.nonce,
+      signature,
+    ],
+  });
+  await createPublicClient({ transport: viemHttp(rpcUrl) }).waitForTransactionReceipt({ hash });
+}

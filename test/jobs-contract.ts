@@ -1,0 +1,237 @@
+import { randomUUID } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { JobQueue } from "../src/jobs/queue.ts";
+import type { PaymentState, Store } from "../src/store/store.ts";
+
+/** A store under test on a clock the suite moves (epoch ms). */
+export interface ContractSubject {
+  store: Store;
+  cleanup(): Promise<void>;
+}
+export type SubjectFactory = (now: () => number) => Promise<ContractSubject>;
+
+const LEASE = 10_000;
+const DAY = 86_400_000;
+
+/**
+ * The behaviour every JobQueue must have, whatever the engine: run it with a factory for each
+ * implementation (SQLite in test/jobs.sqlite.test.ts; PostgreSQL when it is built).
+ */
+export function jobQueueContract(name: string, factory: SubjectFactory): void {
+  describe(`JobQueue contract: ${name}`, () => {
+    let clock = Date.parse("2026-01-01T00:00:00Z");
+    let subject: ContractSubject;
+    let queue: JobQueue;
+    let store: Store;
+
+    beforeEach(async () => {
+      clock = Date.parse("2026-01-01T00:00:00Z");
+      subject = await factory(() => clock);
+      store = subject.store;
+      queue = store.jobs;
+    });
+    afterEach(async () => {
+      await subject.cleanup();
+    });
+
+    /** A ledger row for a job's payment, in the given final state (or still verified). */
+    async function payment(state: PaymentState): Promise<string> {
+      const paymentKey = `eip155:8453:0xasset:0xpayer:${randomUUID()}`;
+      await store.reservePayment({
+        paymentKey,
+        payloadHash: "p",
+        requestHash: "r",
+        operationId: "research-brief",
+        network: "eip155:8453",
+        asset: "0xasset",
+        amount: "5000000",
+        payer: "0xpayer",
+        payTo: "0xpayto",
+        nonce: paymentKey.slice(-36),
+        validBefore: 0,
+        requestId: "req",
+        leaseUntil: 0,
+      });
+      if (state !== "verified") {
+        await store.completePayment(paymentKey, {
+          state,
+          outcome: { status: 202, headers: {}, body: "{}" },
+          txHash: state === "settled" ? "0xtx" : null,
+        });
+      }
+      return paymentKey;
+    }
+
+    const newJob = (paymentKey: string | null = null, maxAttempts = 3) => ({
+      id: randomUUID(),
+      type: "research-brief",
+      input: { question: "why is the sky blue?" },
+      paymentKey,
+      maxAttempts,
+    });
+
+    it("a job awaiting payment is invisible to workers until it is marked paid, then runs", async () => {
+      const key = await payment("verified");
+      const created = await queue.create(newJob(key));
+      expect(created).toMatchObject({
+        state: "awaiting_payment",
+        attempts: 0,
+        paymentKey: key,
+        result: null,
+      });
+      expect(await queue.getByPayment(key)).toMatchObject({ id: created.id });
+      expect(await queue.claim("w1", ["research-brief"], LEASE)).toBeUndefined();
+
+      expect(await queue.markPaid(created.id)).toBe(true);
+      expect(await queue.markPaid(created.id)).toBe(false);
+      expect(await queue.drop(created.id)).toBe(false);
+      expect((await queue.get(created.id))?.state).toBe("queued");
+
+      const claimed = await queue.claim("w1", ["research-brief"], LEASE);
+      expect(claimed).toMatchObject({ id: created.id, state: "running", attempts: 1, leaseOwner: "w1" });
+      expect(claimed?.leaseUntil).toBe(clock + LEASE);
+      expect(claimed?.startedAt).toBe(new Date(clock).toISOString());
+      expect(claimed?.input).toEqual({ question: "why is the sky blue?" });
+      expect(await queue.claim("w2", ["research-brief"], LEASE)).toBeUndefined();
+    });
+
+    it("dropping removes a job still awaiting payment, and only such a job", async () => {
+      const job = await queue.create(newJob(await payment("verified")));
+      expect(await queue.drop(job.id)).toBe(true);
+      expect(await queue.get(job.id)).toBeUndefined();
+      expect(await queue.markPaid(job.id)).toBe(false);
+    });
+
+    it("concurrent claims hand a job to exactly one worker", async () => {
+      const job = await queue.create(newJob(), { queued: true });
+      const claims = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => queue.claim(`w${i}`, ["research-brief"], LEASE)),
+      );
+      const winners = claims.filter((claim) => claim !== undefined);
+      expect(winners).toHaveLength(1);
+      expect(winners[0]?.id).toBe(job.id);
+    });
+
+    it("a worker only takes the types it runs, oldest first", async () => {
+      const other = await queue.create({ ...newJob(), type: "other" }, { queued: true });
+      const first = await queue.create(newJob(), { queued: true });
+      clock += 1000;
+      const second = await queue.create(newJob(), { queued: true });
+      expect(await queue.claim("w1", [], LEASE)).toBeUndefined();
+      expect((await queue.claim("w1", ["research-brief"], LEASE))?.id).toBe(first.id);
+      expect((await queue.claim("w1", ["research-brief"], LEASE))?.id).toBe(second.id);
+      expect(await queue.claim("w1", ["research-brief"], LEASE)).toBeUndefined();
+      expect((await queue.claim("w1", ["other"], LEASE))?.id).toBe(other.id);
+    });
+
+    it("heartbeats keep the lease; an expired lease passes the job to another worker, and only the holder finishes it", async () => {
+      const job = await queue.create(newJob(), { queued: true });
+      await queue.claim("w1", ["research-brief"], LEASE);
+      clock += LEASE - 1;
+      expect(await queue.heartbeat(job.id, "w1", LEASE, { stage: "searching", fraction: 0.2 })).toBe(true);
+      clock += LEASE - 1;
+      expect(await queue.claim("w2", ["research-brief"], LEASE)).toBeUndefined();
+      expect((await queue.get(job.id))?.progress).toEqual({ stage: "searching", fraction: 0.2 });
+
+      clock += 2; // w1 stopped renewing: its lease is over
+      const retaken = await queue.claim("w2", ["research-brief"], LEASE);
+      expect(retaken).toMatchObject({ id: job.id, attempts: 2, leaseOwner: "w2" });
+      expect(await queue.heartbeat(job.id, "w1", LEASE)).toBe(false);
+      expect(await queue.complete(job.id, "w1", { stale: true })).toBe(false);
+      expect(await queue.fail(job.id, "w1", { code: "x", message: "stale" })).toBe(false);
+
+      expect(await queue.complete(job.id, "w2", { answer: 42 })).toBe(true);
+      expect(await queue.complete(job.id, "w2", { answer: 43 })).toBe(false);
+      const done = await queue.get(job.id);
+      expect(done).toMatchObject({
+        state: "succeeded",
+        result: { answer: 42 },
+        error: null,
+        attempts: 2,
+        leaseOwner: null,
+        progress: null,
+        finishedAt: new Date(clock).toISOString(),
+      });
+      expect(await queue.claim("w3", ["research-brief"], LEASE)).toBeUndefined();
+    });
+
+    it("attempts are bounded: a job whose workers keep dying fails with the reason", async () => {
+      const job = await queue.create(newJob(null, 2), { queued: true });
+      expect((await queue.claim("w1", ["research-brief"], LEASE))?.attempts).toBe(1);
+      clock += LEASE;
+      expect((await queue.claim("w2", ["research-brief"], LEASE))?.attempts).toBe(2);
+      clock += LEASE;
+      expect(await queue.claim("w3", ["research-brief"], LEASE)).toBeUndefined();
+      const failed = await queue.get(job.id);
+      expect(failed?.state).toBe("failed");
+      expect(failed?.error?.code).toBe("attempts_exhausted");
+      expect(failed?.error?.message).toContain("2 times");
+    });
+
+    it("a worker fails a job with a clear error", async () => {
+      const job = await queue.create(newJob(), { queued: true });
+      await queue.claim("w1", ["research-brief"], LEASE);
+      const error = { code: "provider_failed", message: "search provider answered 500 three times" };
+      expect(await queue.fail(job.id, "w1", error)).toBe(true);
+      expect(await queue.get(job.id)).toMatchObject({ state: "failed", error, result: null });
+    });
+
+    it("worker liveness is reported, read and forgotten through the store", async () => {
+      await queue.reportWorker({ id: "w1", types: ["research-brief"], host: "h", pid: 1, startedAt: "t" });
+      clock += 5000;
+      await queue.reportWorker({ id: "w2", types: [], host: "h", pid: 2, startedAt: "t" });
+      expect((await queue.liveWorkers(clock - 10_000)).map((w) => w.id)).toEqual(["w1", "w2"]);
+      expect(await queue.liveWorkers(clock - 1000)).toEqual([
+        { id: "w2", types: [], host: "h", pid: 2, startedAt: "t", lastSeen: clock },
+      ]);
+      await queue.removeWorker("w2");
+      expect(await queue.liveWorkers(clock - 10_000)).toHaveLength(1);
+      const report = await queue.maintain({ purgeBefore: 0, forgetWorkersBefore: clock - 1000 });
+      expect(report.forgottenWorkers).toBe(1);
+      expect(await queue.liveWorkers(0)).toEqual([]);
+    });
+
+    it("maintenance queues jobs whose payment settled, drops unpaid ones, purges old results but keeps failed paid jobs", async () => {
+      const settled = await queue.create(newJob(await payment("settled")));
+      const released = await queue.create(newJob(await payment("released")));
+      const refused = await queue.create(newJob(await payment("failed")));
+      const pending = await queue.create(newJob(await payment("verified")));
+      const first = await queue.maintain({ purgeBefore: 0, forgetWorkersBefore: 0 });
+      expect(first).toMatchObject({ promoted: 1, dropped: 2, purged: 0 });
+      expect((await queue.get(settled.id))?.state).toBe("queued");
+      expect(await queue.get(released.id)).toBeUndefined();
+      expect(await queue.get(refused.id)).toBeUndefined();
+      expect((await queue.get(pending.id))?.state).toBe("awaiting_payment");
+
+      // One paid job fails, one unpaid job succeeds, both a week and a day ago; one succeeds today.
+      const paidKey = (await queue.get(settled.id))?.paymentKey as string;
+      await queue.claim("w1", ["research-brief"], LEASE);
+      await queue.fail(settled.id, "w1", { code: "provider_failed", message: "model down" });
+      const old = await queue.create(newJob(), { queued: true });
+      await queue.claim("w1", ["research-brief"], LEASE);
+      await queue.complete(old.id, "w1", {});
+      clock += 8 * DAY;
+      const fresh = await queue.create(newJob(), { queued: true });
+      await queue.claim("w1", ["research-brief"], LEASE);
+      await queue.complete(fresh.id, "w1", {});
+
+      const second = await queue.maintain({ purgeBefore: clock - 7 * DAY, forgetWorkersBefore: 0 });
+      expect(second.purged).toBe(1);
+      expect(await queue.get(old.id)).toBeUndefined();
+      expect((await queue.get(fresh.id))?.state).toBe("succeeded");
+      expect((await queue.get(settled.id))?.state).toBe("failed");
+      expect(await queue.failedPaidJobs()).toEqual([
+        {
+          jobId: settled.id,
+          type: "research-brief",
+          error: { code: "provider_failed", message: "model down" },
+          finishedAt: new Date(clock - 8 * DAY).toISOString(),
+          paymentKey: paidKey,
+          payer: "0xpayer",
+          amount: "5000000",
+          txHash: "0xtx",
+        },
+      ]);
+    });
+  });
+}
