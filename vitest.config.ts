@@ -8,6 +8,9 @@ const STORE_SENSITIVE = [
   "test/payments.e2e.test.ts",
   "test/payment-recovery.e2e.test.ts",
   "test/payment-modes.e2e.test.ts",
+  "test/operations/research-brief.e2e.test.ts",
+  "test/operations/research-brief-settlement.e2e.test.ts",
+  "test/operations/research-brief-workers.e2e.test.ts",
 ];
 
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: "forks" as const };

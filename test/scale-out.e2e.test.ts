@@ -10,24 +10,60 @@ import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { createTestDatabase, testDatabaseUrl } from "./helpers/postgres.ts";
-import { type Spawned, spawnUtility402, waitFor } from "./helpers/processes.ts";
+import { type Spawned, spawnUtility402, until, waitFor } from "./helpers/processes.ts";
 import { freePort, jsonPost, usdcBalances } from "./helpers/service.ts";
+import { QUESTION, type StandIns, startStandIns } from "./operations/research-brief-standins.ts";
 
 const CSV_CLEANUP_PRICE = 2_000_000n;
+
 const databaseUrl = testDatabaseUrl();
 
-/** Several `utility402 serve` processes on one PostgreSQL database and one chain, as an operator runs them. */
-describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL database", () => {
+const RESEARCH_PRICE = 5_000_000n;
+const RESEARCH_JOBS = 50;
+
+/**
+ * Several `utility402 serve` processes and several `utility402 worker` processes on one PostgreSQL
+ * database and one chain, as an operator runs them.
+ */
+describe.runIf(databaseUrl)("scale-out: API instances and workers sharing one PostgreSQL database", () => {
   const payTo = devAccounts().payTo.address;
   const processes: Spawned[] = [];
   const dirs: string[] = [];
   let chain: LocalChain;
   let instances: string[] = [];
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let standIns: StandIns;
+  const workers: Spawned[] = [];
+
+  const research = () => ({
+    RESEARCH_SEARCH_PROVIDER: "searxng",
+    RESEARCH_SEARCH_URL: standIns.searchUrl,
+    RESEARCH_LLM_BASE_URL: standIns.modelUrl,
+    RESEARCH_LLM_MODEL: "standin-model-1",
+    RESEARCH_FETCH_ALLOW_HOSTS: "127.0.0.1",
+    // Short, so a killed worker's jobs are taken again soon.
+    JOB_LEASE_SECONDS: "5",
+  });
+  const startWorker = () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-worker-"));
+    dirs.push(dataDir);
+    const worker = spawnUtility402(["worker"], {
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      DATABASE_POOL_SIZE: "4",
+      WORKER_CONCURRENCY: "2",
+      LOG_LEVEL: "warn",
+      ...research(),
+    });
+    processes.push(worker);
+    workers.push(worker);
+    return worker;
+  };
 
   beforeAll(async () => {
     chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
     database = await createTestDatabase("scale_out");
+    standIns = await startStandIns();
     // One settlement key per instance (#0 and #9): nonces stay per key.
     instances = await Promise.all(
       [devPrivateKey(0), devPrivateKey(9)].map(async (settlerKey) => {
@@ -44,6 +80,8 @@ describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL dat
           DATABASE_URL: database.url,
           DATABASE_POOL_SIZE: "5",
           LOG_LEVEL: "warn",
+          IN_PROCESS_WORKER: "false",
+          ...research(),
         });
         processes.push(instance);
         const base = `http://127.0.0.1:${port}`;
@@ -56,6 +94,7 @@ describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL dat
   afterAll(async () => {
     await Promise.all(processes.map((instance) => instance.stop()));
     await chain?.stop();
+    await standIns?.stop();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
     await database?.dispose();
   });
@@ -89,6 +128,84 @@ describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL dat
     expect(await balanceOf(payer.address)).toBe(before - CSV_CLEANUP_PRICE);
   });
 
+  it("runs 50 paid research jobs on two workers, each exactly once, also when a worker is killed mid-job", async () => {
+    const [first, second] = [startWorker(), startWorker()];
+    const store = await PostgresStore.open({ connectionString: database.url, poolSize: 2 });
+    try {
+      // Both workers alive, seen through the shared store by both API instances.
+      await until("both workers to be seen", async () =>
+        (await store.jobs.liveWorkers(Date.now() - 10_000)).length === 2 ? true : undefined,
+      );
+      const payers = [2, 3, 4, 5, 6].map((n) => createPayer(devPrivateKey(n)));
+      const balanceOf = usdcBalances(chain.rpcUrl);
+      const before = await Promise.all(payers.map((payer) => balanceOf(payer.address)));
+      const submissions = Array.from({ length: RESEARCH_JOBS }, (_, i) => ({
+        payer: payers[i % payers.length] as (typeof payers)[number],
+        base: instances[i % 2] as string,
+        question: `${QUESTION} (job ${i})`,
+      }));
+      const accepted = await Promise.all(
+        submissions.map(({ payer, base, question }) =>
+          payer.fetch(`${base}/v1/research-brief`, jsonPost({ question })),
+        ),
+      );
+      expect(accepted.map((response) => response.status)).toEqual(submissions.map(() => 202));
+      const jobIds = await Promise.all(
+        accepted.map(async (response) => (await response.json()).jobId as string),
+      );
+      expect(new Set(jobIds).size).toBe(RESEARCH_JOBS);
+
+      // Kill a worker the hard way while it holds a running job.
+      const victim = await until("a worker to hold a running job", async () => {
+        const { rows } = await store.pool.query<{ lease_owner: string }>(
+          "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
+        );
+        const pids = rows.map((row) => Number(row.lease_owner.split(":").at(-2)));
+        return [first, second].find((worker) => pids.includes(worker.child.pid as number));
+      });
+      const held = await store.pool.query<{ id: string }>(
+        "SELECT id FROM jobs WHERE state = 'running' AND lease_owner LIKE $1",
+        [`%:${victim.child.pid}:%`],
+      );
+      victim.child.kill("SIGKILL");
+      await victim.stop();
+
+      // Any instance answers any job's poll; every job ends succeeded.
+      const finished = await until(
+        "every job to finish",
+        async () => {
+          const states = await Promise.all(
+            jobIds.map(
+              async (id, i) => (await (await fetch(`${instances[(i + 1) % 2]}/v1/jobs/${id}`)).json()).status,
+            ),
+          );
+          return states.every((status) => status === "succeeded" || status === "failed") ? states : undefined;
+        },
+        180_000,
+      );
+      expect(finished).toEqual(jobIds.map(() => "succeeded"));
+      const { rows } = await store.pool.query<{ id: string; attempts: number; state: string }>(
+        "SELECT id, attempts, state FROM jobs WHERE id = ANY($1::text[])",
+        [jobIds],
+      );
+      expect(rows).toHaveLength(RESEARCH_JOBS);
+      // The killed worker's jobs were taken again (a second attempt) and completed by the other one.
+      const attempts = new Map(rows.map((row) => [row.id, row.attempts]));
+      expect(held.rows.length).toBeGreaterThan(0);
+      for (const { id } of held.rows) expect(attempts.get(id)).toBe(2);
+      for (const [id, count] of attempts) if (!held.rows.some((row) => row.id === id)) expect(count).toBe(1);
+      // Charged once per job.
+      const after = await Promise.all(payers.map((payer) => balanceOf(payer.address)));
+      after.forEach((balance, i) =>
+        expect(balance).toBe(
+          (before[i] as bigint) - (BigInt(RESEARCH_JOBS) / BigInt(payers.length)) * RESEARCH_PRICE,
+        ),
+      );
+    } finally {
+      await store.close();
+    }
+  }, 300_000);
+
   it("keeps one ledger across instances: settled rows and totals equal the on-chain transfers", async () => {
     const payers = [3, 4, 5, 6].map((n) => createPayer(devPrivateKey(n)));
     const calls = payers.flatMap((payer, p) =>
@@ -112,10 +229,12 @@ describe.runIf(databaseUrl)("scale-out: API instances sharing one PostgreSQL dat
         fromBlock: 0n,
         toBlock: "latest",
       });
-      expect(settledCount).toBe(calls.length + 1);
+      expect(settledCount).toBe(calls.length + 1 + RESEARCH_JOBS);
       expect(transfers.length).toBe(settledCount);
       expect(transfers.reduce((sum, log) => sum + (log.args.value as bigint), 0n)).toBe(settledAmount);
-      expect(settledAmount).toBe(BigInt(calls.length + 1) * CSV_CLEANUP_PRICE);
+      expect(settledAmount).toBe(
+        BigInt(calls.length + 1) * CSV_CLEANUP_PRICE + BigInt(RESEARCH_JOBS) * RESEARCH_PRICE,
+      );
     } finally {
       await store.close();
     }

@@ -54,3 +54,14 @@ export async function waitFor(url: string, child: ChildProcess, output: () => st
   }
   throw new Error(`no answer from ${url}:\n${output()}`);
 }
+
+/** Polls `check` until it returns a value (not undefined), or fails after `ms`. */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

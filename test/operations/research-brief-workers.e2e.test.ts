@@ -7,24 +7,20 @@ import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer } from "../../src/client/paying-fetch.ts";
 import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { openStore } from "../../src/store/open-store.ts";
-import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+import { until } from "../helpers/processes.ts";
+import {
+  databaseUrlOf,
+  jsonPost,
+  startTestService,
+  type TestService,
+  usdcBalances,
+} from "../helpers/service.ts";
 import { QUESTION, type StandIns, startStandIns } from "./research-brief-standins.ts";
 
 const PRICE = 5_000_000n;
 const BIN = path.resolve("bin/utility402.js");
 /** Short, so a killed worker's job is retaken soon; long enough that a busy machine's timers keep a live worker alive. */
 const LEASE_SECONDS = "5";
-
-/** Waits until `check` returns a value (not undefined), or fails after `ms`. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await check();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe("research workers as separate processes", () => {
   let standIns: StandIns;
@@ -75,6 +71,7 @@ describe("research workers as separate processes", () => {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? os.tmpdir(),
       DATA_DIR: service.dataDir,
+      DATABASE_URL: databaseUrlOf(service.config),
       LOCAL_CHAIN_STATE: "none",
       LOG_LEVEL: "info",
       ...research(),
