@@ -43,6 +43,8 @@ const EnvSchema = z.object({
   DATA_DIR: optional(z.string()).default("./var"),
   DATABASE_URL: optional(z.string()),
   TED_API_URL: optional(httpUrl).default("https://api.ted.europa.eu/v3/notices/search"),
+  CLINICAL_TRIALS_DB: optional(z.string()),
+  CLINICAL_TRIALS_API_URL: optional(httpUrl).default("https://clinicaltrials.gov/api/v2/studies"),
   LOG_LEVEL: optional(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
   SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number().int().min(0).max(600_000)).default(15_000),
 });
@@ -75,6 +77,9 @@ export interface Config {
   dataDir: string;
   sqlitePath: string;
   tedApiUrl: string;
+  /** The clinical-trials database the service queries and `ingest clinical-trials` writes by default. */
+  clinicalTrialsDb: string;
+  clinicalTrialsApiUrl: string;
   logLevel: string;
   shutdownTimeoutMs: number;
 }
@@ -168,6 +173,8 @@ export function loadConfig(
     dataDir,
     sqlitePath,
     tedApiUrl: e.TED_API_URL,
+    clinicalTrialsDb: path.resolve(e.CLINICAL_TRIALS_DB ?? path.join(dataDir, "clinical-trials.sqlite")),
+    clinicalTrialsApiUrl: e.CLINICAL_TRIALS_API_URL,
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };

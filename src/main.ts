@@ -2,6 +2,11 @@ import { format } from "node:util";
 import { serve } from "@hono/node-server";
 import { ConfigError, loadConfig } from "./config.ts";
 import { createLogger } from "./log.ts";
+import {
+  INGEST_USAGE,
+  parseIngestArguments,
+  runIngest,
+} from "./operations/clinical-trials-query/ingest-command.ts";
 import { inProcessFacilitator } from "./payments/facilitator.ts";
 import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
 import { formatRevenueReport } from "./payments/ledger-report.ts";
@@ -18,6 +23,7 @@ commands:
            run a standalone x402 facilitator (GET /supported, POST /verify, POST /settle) that settles
            with X402_SETTLER_PRIVATE_KEY over RPC_URL, for several API instances to share one key;
            FACILITATOR_AUTH_TOKEN, when set, is required as a bearer token
+  ${INGEST_USAGE}
   help     show this text
 
 Configuration comes from the environment; see the README.`;
@@ -110,6 +116,8 @@ async function main(argv: string[]): Promise<void> {
       return ledgerCommand(args);
     case "facilitator":
       return facilitatorCommand(args);
+    case "ingest":
+      return runIngest(loadConfig(), parseIngestArguments(args), process.stderr);
     case "help":
     case "--help":
     case "-h":
