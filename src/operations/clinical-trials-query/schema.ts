@@ -28,12 +28,10 @@ const searchText = (what: string) =>
 
 export const ClinicalTrialsQueryRequest = z
   .strictObject({
-    query: searchText("query")
-      .optional()
-      .meta({
-        description:
-          "Full-text search (every word must match) over titles, conditions, interventions, sponsor and outcome titles; ranked by BM25.",
-      }),
+    query: searchText("query").optional().meta({
+      description:
+        "Full-text search (every word must match) over titles, conditions, interventions, sponsor and outcome titles; ranked by BM25.",
+    }),
     nctId: z
       .string()
       .regex(/^NCT\d{8}$/, "must be an NCT number such as NCT01234567")
@@ -68,11 +66,9 @@ export const ClinicalTrialsQueryRequest = z
     startedAfter: isoDate
       .optional()
       .meta({ description: "Start date on or after this day (a month-only date counts as its first day)." }),
-    completedBefore: isoDate
-      .optional()
-      .meta({
-        description: "Completion date on or before this day (a month-only date counts as its first day).",
-      }),
+    completedBefore: isoDate.optional().meta({
+      description: "Completion date on or before this day (a month-only date counts as its first day).",
+    }),
     minEnrollment: z.int().min(0).optional(),
     limit: z.int().min(1).max(50).default(10),
     cursor: z
