@@ -24,7 +24,7 @@ import { freePort } from "../helpers/service.ts";
 
 const run = promisify(execFile);
 
-// biome-ignore lint/suspicious/noExplicitAny: raw registry JSON, walked without the ingest's types.
+// Raw registry JSON, walked without the ingest's types.
 type Raw = any;
 
 const rawStudies: Raw[] = fs
