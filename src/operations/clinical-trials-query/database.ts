@@ -25,7 +25,11 @@ CREATE TABLE IF NOT EXISTS studies (
   endpoints INTEGER NOT NULL,
   measurements INTEGER NOT NULL,
   analyses INTEGER NOT NULL,
-  last_update_posted TEXT,
+  last_update_posted TEXT
+);
+-- Kept apart so that the filters scan narrow rows: a summary is kilobytes of JSON.
+CREATE TABLE IF NOT EXISTS study_summaries (
+  study_id INTEGER PRIMARY KEY REFERENCES studies (id) ON DELETE CASCADE,
   summary TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS studies_by_start ON studies (start_day DESC, nct_id);
@@ -76,10 +80,10 @@ export function openForReading(file: string): TrialsDatabase {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   const tables = db
     .prepare(
-      "SELECT name FROM sqlite_master WHERE name IN ('meta', 'studies', 'studies_fts', 'study_phases')",
+      "SELECT name FROM sqlite_master WHERE name IN ('meta', 'studies', 'study_summaries', 'studies_fts', 'study_phases')",
     )
     .all();
-  if (tables.length !== 4) {
+  if (tables.length !== 5) {
     db.close();
     throw new Error(`${file} is not a clinical-trials database (run: utility402 ingest clinical-trials)`);
   }
@@ -94,6 +98,7 @@ export class StudyWriter {
   private readonly insertStudy;
   private readonly insertText;
   private readonly insertPhase;
+  private readonly insertSummary;
 
   constructor(db: TrialsDatabase) {
     this.findRowid = db.prepare<[string], { id: number }>("SELECT id FROM studies WHERE nct_id = ?");
@@ -101,10 +106,11 @@ export class StudyWriter {
     this.deleteText = db.prepare("DELETE FROM studies_fts WHERE rowid = ?");
     this.insertStudy = db.prepare(
       `INSERT INTO studies (nct_id, title, sponsor, phases, enrollment, start_date, start_day, completion_date,
-         completion_day, endpoints, measurements, analyses, last_update_posted, summary)
+         completion_day, endpoints, measurements, analyses, last_update_posted)
        VALUES (@nctId, @title, @sponsor, @phases, @enrollment, @startDate, @startDay, @completionDate,
-         @completionDay, @endpoints, @measurements, @analyses, @lastUpdatePosted, @summary)`,
+         @completionDay, @endpoints, @measurements, @analyses, @lastUpdatePosted)`,
     );
+    this.insertSummary = db.prepare("INSERT INTO study_summaries (study_id, summary) VALUES (?, ?)");
     this.insertText = db.prepare(
       "INSERT INTO studies_fts (rowid, title, conditions, interventions, sponsor, outcomes) VALUES (?, ?, ?, ?, ?, ?)",
     );
@@ -134,8 +140,8 @@ export class StudyWriter {
       measurements: summary.counts.measurements,
       analyses: summary.counts.analyses,
       lastUpdatePosted: study.protocolSection?.statusModule?.lastUpdatePostDateStruct?.date ?? null,
-      summary: JSON.stringify(summary),
     });
+    this.insertSummary.run(lastInsertRowid, JSON.stringify(summary));
     const words = searchText(study, summary);
     this.insertText.run(
       lastInsertRowid,

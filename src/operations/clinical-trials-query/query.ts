@@ -20,9 +20,9 @@ const allWords = (text: string) =>
 const phraseIn = (column: string, text: string) => `{${column}} : "${searchTerms(text).join(" ")}"`;
 
 interface Row {
+  id: number;
   nct_id: string;
   key: number | string;
-  summary: string;
 }
 
 /** The loaded database, queried read-only. The totals are counted once, when it is opened. */
@@ -98,26 +98,30 @@ export class TrialsIndex {
       : "(s.start_day < ? OR (s.start_day = ? AND s.nct_id > ?))";
 
     const filters = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
-    const { total } = this.statement(`SELECT count(*) AS total FROM ${from} ${filters}`).get(
-      ...fromParams,
-      ...params,
-    ) as { total: number };
+    // With nothing but the text, the index counts its matches without visiting the rows.
+    const countSql =
+      ranked && where.length === 0
+        ? "SELECT count(*) AS total FROM studies_fts WHERE studies_fts MATCH ?"
+        : `SELECT count(*) AS total FROM ${from} ${filters}`;
+    const { total } = this.statement(countSql).get(...fromParams, ...params) as { total: number };
 
     const cursor: Cursor | null = input.cursor ? decodeCursor(input.cursor, ranked) : null;
     const pageWhere = cursor ? [...where, after] : where;
     const pageParams = cursor ? [...params, cursor.key, cursor.key, cursor.nctId] : params;
     const rows = this.statement(
-      `SELECT s.nct_id, ${key} AS key, s.summary FROM ${from}
+      `SELECT s.id, s.nct_id, ${key} AS key FROM ${from}
        ${pageWhere.length > 0 ? `WHERE ${pageWhere.join(" AND ")}` : ""}
        ORDER BY ${order} LIMIT ?`,
     ).all(...fromParams, ...pageParams, input.limit + 1) as Row[];
 
     const page = rows.slice(0, input.limit);
+    const summaryOf = this.statement("SELECT summary FROM study_summaries WHERE study_id = ?");
     const last = page.at(-1);
     return {
       count: page.length,
       total,
-      items: page.map((row) => JSON.parse(row.summary) as TrialSummary),
+      // Fetched for the page only: a sort over the matches carries narrow rows, not kilobytes of JSON each.
+      items: page.map((row) => JSON.parse((summaryOf.get(row.id) as { summary: string }).summary) as TrialSummary),
       nextCursor:
         rows.length > input.limit && last
           ? encodeCursor({ filters: cursorFingerprint(input), key: last.key, nctId: last.nct_id })
