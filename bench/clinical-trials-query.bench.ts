@@ -67,7 +67,8 @@ function build() {
 }
 
 try {
-  const { buildSeconds, sizeMb } = kept && fs.existsSync(kept) ? { buildSeconds: 0, sizeMb: fs.statSync(kept).size / 1e6 } : build();
+  const { buildSeconds, sizeMb } =
+    kept && fs.existsSync(kept) ? { buildSeconds: 0, sizeMb: fs.statSync(kept).size / 1e6 } : build();
 
   const reader = openForReading(file);
   const index = new TrialsIndex(reader);
@@ -85,7 +86,11 @@ try {
     "sickle cell",
   ];
   const workloads: { name: string; inputs: unknown[]; fullText: boolean }[] = [
-    { name: "full-text, 10 queries (1-3 words)", inputs: fullText.map((query) => ({ query })), fullText: true },
+    {
+      name: "full-text, 10 queries (1-3 words)",
+      inputs: fullText.map((query) => ({ query })),
+      fullText: true,
+    },
     {
       name: "full-text + filters (phase, minEnrollment)",
       inputs: fullText.map((query) => ({ query, phase: "PHASE3", minEnrollment: 200 })),

@@ -221,7 +221,9 @@ const dump = (file: string) => {
   try {
     return {
       studies: db
-        .prepare("SELECT s.nct_id, m.summary FROM studies s JOIN study_summaries m ON m.study_id = s.id ORDER BY nct_id")
+        .prepare(
+          "SELECT s.nct_id, m.summary FROM studies s JOIN study_summaries m ON m.study_id = s.id ORDER BY nct_id",
+        )
         .all(),
       text: db
         .prepare("SELECT title, conditions, interventions, sponsor, outcomes FROM studies_fts ORDER BY title")

@@ -121,7 +121,9 @@ export class TrialsIndex {
       count: page.length,
       total,
       // Fetched for the page only: a sort over the matches carries narrow rows, not kilobytes of JSON each.
-      items: page.map((row) => JSON.parse((summaryOf.get(row.id) as { summary: string }).summary) as TrialSummary),
+      items: page.map(
+        (row) => JSON.parse((summaryOf.get(row.id) as { summary: string }).summary) as TrialSummary,
+      ),
       nextCursor:
         rows.length > input.limit && last
           ? encodeCursor({ filters: cursorFingerprint(input), key: last.key, nctId: last.nct_id })
