@@ -18,6 +18,7 @@ import {
   ingestFromDirectory,
   UpstreamError,
 } from "../../src/operations/clinical-trials-query/ingest.ts";
+import { parseIngestArguments } from "../../src/operations/clinical-trials-query/ingest-command.ts";
 import { TrialsIndex } from "../../src/operations/clinical-trials-query/query.ts";
 import { SAMPLE_DIR } from "../../src/operations/clinical-trials-query/sample.ts";
 import { freePort } from "../helpers/service.ts";
@@ -148,21 +149,48 @@ describe("ingest from a folder of study records", () => {
     expect(fs.existsSync(`${file}-wal`)).toBe(false);
   });
 
-  it("the CLI refuses an unknown dataset or source with a usage line and exit code 1", async () => {
-    for (const args of [
-      ["ingest", "trials"],
-      ["ingest", "clinical-trials", "--from", "ftp"],
-      ["ingest", "clinical-trials"],
-    ]) {
-      const failure = await run(process.execPath, ["bin/utility402.js", ...args], {
-        env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir() },
-      }).then(
-        () => null,
-        (error) => error as { code: number; stderr: string },
-      );
-      expect(failure?.code).toBe(1);
-      expect(failure?.stderr).toMatch(/^config error: ingest: /);
+  it("the CLI reads its options, and refuses unknown ones with one config line and exit code 1", async () => {
+    expect(parseIngestArguments(["clinical-trials", "--from", "dir", "records", "--db", "x.sqlite"])).toEqual(
+      {
+        from: { kind: "dir", path: "records" },
+        db: "x.sqlite",
+        restart: false,
+        pageSize: 1000,
+      },
+    );
+    expect(
+      parseIngestArguments(["clinical-trials", "--from", "api", "--restart", "--page-size", "50"]),
+    ).toEqual({
+      from: { kind: "api" },
+      db: undefined,
+      restart: true,
+      pageSize: 50,
+    });
+    for (const [args, problem] of [
+      [["trials"], 'ingest: unknown dataset "trials" (known: clinical-trials)'],
+      [["clinical-trials"], "ingest: --from api or --from dir PATH is required"],
+      [["clinical-trials", "--from", "ftp"], 'ingest: --from must be "api" or "dir PATH", got "ftp"'],
+      [["clinical-trials", "--from", "dir"], "ingest: --from needs a value"],
+      [
+        ["clinical-trials", "--from", "api", "--page-size", "1001"],
+        "ingest: --page-size must be an integer from 1 to 1000",
+      ],
+      [["clinical-trials", "--from", "api", "--fast"], 'ingest: unknown option "--fast"'],
+    ] as const) {
+      expect(() => parseIngestArguments([...args])).toThrow(expect.objectContaining({ problems: [problem] }));
     }
+    const failure = await run(
+      process.execPath,
+      ["bin/utility402.js", "ingest", "clinical-trials", "--from", "ftp"],
+      {
+        env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir() },
+      },
+    ).then(
+      () => null,
+      (error) => error as { code: number; stderr: string },
+    );
+    expect(failure?.code).toBe(1);
+    expect(failure?.stderr).toBe('config error: ingest: --from must be "api" or "dir PATH", got "ftp"\n');
   });
 });
 
@@ -373,6 +401,21 @@ describe("ingest from the API v2 (a stand-in on 127.0.0.1)", () => {
       expect(wait).toBeGreaterThan(500);
       expect(wait).toBeLessThanOrEqual(1000);
     }
+  });
+
+  it("a 4xx answer is not retried: the request itself is wrong", async () => {
+    const waits: number[] = [];
+    await expect(
+      ingestInto(tempFile(), {
+        apiUrl: standIn.url.replace("/studies", "/nowhere"),
+        retries: 3,
+        sleep: async (ms) => {
+          waits.push(ms);
+        },
+      }),
+    ).rejects.toThrow(/answered 400/);
+    expect(standIn.requests).toHaveLength(1);
+    expect(waits).toEqual([]);
   });
 
   it("a complete database is left alone unless restarted; a restart replaces every row", async () => {

@@ -134,7 +134,16 @@ function saveState(db: TrialsDatabase, state: RunState): void {
   ).run(STATE_KEY, JSON.stringify(state));
 }
 
-export class UpstreamError extends Error {}
+export class UpstreamError extends Error {
+  constructor(
+    message: string,
+    /** A network error, 429 or 5xx: worth another try; a 4xx means the request itself is wrong. */
+    readonly retryable: boolean,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
 
 /** The request for one page: studies with results, started on or after 2020-01-01. */
 export function pageUrl(apiUrl: string, pageSize: number, pageToken: string | null): URL {
@@ -262,15 +271,18 @@ async function getPage(fetchPage: typeof fetch, url: URL): Promise<Page> {
   try {
     response = await fetchPage(url, { headers: { accept: "application/json" } });
   } catch (error) {
-    throw new UpstreamError(`${url.origin}: ${(error as Error).message}`, { cause: error });
+    throw new UpstreamError(`${url.origin}: ${(error as Error).message}`, true, { cause: error });
   }
   if (!response.ok) {
     await response.body?.cancel();
-    throw new UpstreamError(`${url.origin} answered ${response.status} ${response.statusText}`);
+    throw new UpstreamError(
+      `${url.origin} answered ${response.status} ${response.statusText}`,
+      response.status === 429 || response.status >= 500,
+    );
   }
   const body = (await response.json()) as Page;
   if (!body || !Array.isArray(body.studies))
-    throw new UpstreamError(`${url.origin}: the page has no studies array`);
+    throw new UpstreamError(`${url.origin}: the page has no studies array`, false);
   return body;
 }
 
@@ -284,7 +296,7 @@ async function withRetries<T>(
     try {
       return await attempt();
     } catch (error) {
-      if (tried >= retries || !(error instanceof UpstreamError)) throw error;
+      if (tried >= retries || !(error instanceof UpstreamError) || !error.retryable) throw error;
       await sleep(delayMs * 2 ** tried);
     }
   }
