@@ -177,7 +177,9 @@ describe("clinical-trials-query filters (the five sample records)", () => {
   });
 
   it("filters combine with AND", () => {
+    expect(query({ query: "placebo", phase: "PHASE3" })).toMatchObject({ total: 1, count: 1 });
     expect(ids(query({ query: "placebo", phase: "PHASE3" }))).toEqual(["NCT02552212"]);
+    expect(query({ query: "placebo", phase: "PHASE4" })).toMatchObject({ total: 0, count: 0, items: [] });
     expect(ids(query({ intervention: "placebo", minEnrollment: 100, startedAfter: "2015-01-01" }))).toEqual([
       "NCT02552212",
     ]);
@@ -259,6 +261,8 @@ describe("cursor paging", () => {
       const page = index.query(parse({ ...input, limit, ...(cursor ? { cursor } : {}) }));
       expect(page.count).toBe(page.items.length);
       expect(page.count).toBeLessThanOrEqual(limit);
+      // Every page reports the same total, counted with the first page's query or without it.
+      if (total !== -1) expect(page.total).toBe(total);
       total = page.total;
       seen.push(...ids(page));
       cursor = page.nextCursor ?? undefined;

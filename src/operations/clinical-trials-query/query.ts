@@ -23,6 +23,8 @@ interface Row {
   id: number;
   nct_id: string;
   key: number | string;
+  /** Only when the page query counts the matches too. */
+  total?: number;
 }
 
 /** The loaded database, queried read-only. The totals are counted once, when it is opened. */
@@ -49,6 +51,21 @@ export class TrialsIndex {
       this.statements.set(sql, statement);
     }
     return statement;
+  }
+
+  private count(
+    ranked: boolean,
+    from: string,
+    where: string[],
+    fromParams: string[],
+    params: (string | number)[],
+  ): number {
+    // With nothing but the text, the index counts its matches without visiting the rows.
+    const sql =
+      ranked && where.length === 0
+        ? "SELECT count(*) AS total FROM studies_fts WHERE studies_fts MATCH ?"
+        : `SELECT count(*) AS total FROM ${from} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}`;
+    return (this.statement(sql).get(...fromParams, ...params) as { total: number }).total;
   }
 
   query(input: ClinicalTrialsQueryInput): ClinicalTrialsQueryOutput {
@@ -97,22 +114,18 @@ export class TrialsIndex {
       ? "(hits.score > ? OR (hits.score = ? AND s.nct_id > ?))"
       : "(s.start_day < ? OR (s.start_day = ? AND s.nct_id > ?))";
 
-    const filters = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
-    // With nothing but the text, the index counts its matches without visiting the rows.
-    const countSql =
-      ranked && where.length === 0
-        ? "SELECT count(*) AS total FROM studies_fts WHERE studies_fts MATCH ?"
-        : `SELECT count(*) AS total FROM ${from} ${filters}`;
-    const { total } = this.statement(countSql).get(...fromParams, ...params) as { total: number };
-
     const cursor: Cursor | null = input.cursor ? decodeCursor(input.cursor, ranked) : null;
     const pageWhere = cursor ? [...where, after] : where;
     const pageParams = cursor ? [...params, cursor.key, cursor.key, cursor.nctId] : params;
+    // The first page of a filtered text query must visit every match to rank it anyway: the same
+    // pass counts them (a window over the unlimited result), instead of a second join.
+    const countInPage = ranked && where.length > 0 && !cursor;
     const rows = this.statement(
-      `SELECT s.id, s.nct_id, ${key} AS key FROM ${from}
+      `SELECT s.id, s.nct_id, ${key} AS key${countInPage ? ", count(*) OVER () AS total" : ""} FROM ${from}
        ${pageWhere.length > 0 ? `WHERE ${pageWhere.join(" AND ")}` : ""}
        ORDER BY ${order} LIMIT ?`,
     ).all(...fromParams, ...pageParams, input.limit + 1) as Row[];
+    const total = countInPage ? (rows[0]?.total ?? 0) : this.count(ranked, from, where, fromParams, params);
 
     const page = rows.slice(0, input.limit);
     const summaryOf = this.statement("SELECT summary FROM study_summaries WHERE study_id = ?");
