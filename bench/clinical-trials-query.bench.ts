@@ -154,6 +154,8 @@ try {
     databaseMb: Number(sizeMb.toFixed(1)),
     ...(buildSeconds > 0 ? { buildSeconds: Number(buildSeconds.toFixed(1)) } : {}),
     machine: `${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}`,
+    // Other work on the machine inflates the latencies, the p99s most: say how busy it was.
+    loadAverageAtEnd: os.loadavg().map((load) => Number(load.toFixed(2))),
   });
 } finally {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
