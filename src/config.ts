@@ -109,6 +109,7 @@ const EnvSchema = z.object({
   JOB_MAX_ATTEMPTS: optional(z.coerce.number().int().min(1).max(10)).default(3),
   WORKER_CONCURRENCY: optional(z.coerce.number().int().min(1).max(64)).default(2),
   IN_PROCESS_WORKER: optional(z.enum(["true", "false"], { error: "must be true or false" })).default("true"),
+  CLINICAL_TRIALS_API_URL: optional(httpUrl).default("https://clinicaltrials.gov/api/v2/studies"),
   LOG_LEVEL: optional(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
   SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number().int().min(0).max(600_000)).default(15_000),
 });
@@ -178,6 +179,7 @@ export interface Config {
     /** `serve` runs a worker in its own process too (IN_PROCESS_WORKER). */
     inProcessWorker: boolean;
   };
+  clinicalTrialsApiUrl: string;
   logLevel: string;
   shutdownTimeoutMs: number;
 }
@@ -328,6 +330,7 @@ export function loadConfig(
       workerConcurrency: e.WORKER_CONCURRENCY,
       inProcessWorker: e.IN_PROCESS_WORKER === "true",
     },
+    clinicalTrialsApiUrl: e.CLINICAL_TRIALS_API_URL,
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };

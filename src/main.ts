@@ -5,6 +5,11 @@ import { OPERATIONS } from "./catalog/registry.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { createWorker, jobHandlers } from "./jobs/run-workers.ts";
 import { createLogger } from "./log.ts";
+import {
+  INGEST_USAGE,
+  parseIngestArguments,
+  runIngest,
+} from "./operations/clinical-trials-query/ingest-command.ts";
 import { inProcessFacilitator } from "./payments/facilitator.ts";
 import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
 import { formatFailedPaidJobs, formatRevenueReport } from "./payments/ledger-report.ts";
@@ -26,6 +31,7 @@ commands:
            run a standalone x402 facilitator (GET /supported, POST /verify, POST /settle) that settles
            with X402_SETTLER_PRIVATE_KEY over RPC_URL, for several API instances to share one key;
            FACILITATOR_AUTH_TOKEN, when set, is required as a bearer token
+  ${INGEST_USAGE}
   help     show this text
 
 Configuration comes from the environment; see the README.`;
@@ -170,6 +176,8 @@ async function main(argv: string[]): Promise<void> {
       return ledgerCommand(args);
     case "facilitator":
       return facilitatorCommand(args);
+    case "ingest":
+      return runIngest(loadConfig(), parseIngestArguments(args), process.stderr);
     case "help":
     case "--help":
     case "-h":

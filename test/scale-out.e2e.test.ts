@@ -196,11 +196,8 @@ describe.runIf(databaseUrl)("scale-out: API instances and workers sharing one Po
       for (const [id, count] of attempts) if (!held.rows.some((row) => row.id === id)) expect(count).toBe(1);
       // Charged once per job.
       const after = await Promise.all(payers.map((payer) => balanceOf(payer.address)));
-      after.forEach((balance, i) =>
-        expect(balance).toBe(
-          (before[i] as bigint) - (BigInt(RESEARCH_JOBS) / BigInt(payers.length)) * RESEARCH_PRICE,
-        ),
-      );
+      const perPayer = (BigInt(RESEARCH_JOBS) / BigInt(payers.length)) * RESEARCH_PRICE;
+      expect(after).toEqual(before.map((balance) => balance - perPayer));
     } finally {
       await store.close();
     }

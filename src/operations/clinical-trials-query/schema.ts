@@ -1,32 +1,206 @@
 import { z } from "zod";
+import { cursorFingerprint, decodeCursor, searchTerms } from "./cursor.ts";
 
 const isoDate = z.iso.date({ error: "must be a date in YYYY-MM-DD form" });
 
+/** The registry's phase values (designModule.phases), and the spellings people write for them. */
+export const PHASES = ["EARLY_PHASE1", "PHASE1", "PHASE2", "PHASE3", "PHASE4", "NA"] as const;
+export type Phase = (typeof PHASES)[number];
+
+function normalizePhase(value: string): Phase | undefined {
+  const squeezed = value.toUpperCase().replace(/[\s_-]+/g, "");
+  if (squeezed === "NA" || squeezed === "N/A" || squeezed === "NOTAPPLICABLE") return "NA";
+  const match = /^(EARLY)?(?:PHASE)?([1-4]|I{1,3}|IV)$/.exec(squeezed);
+  if (!match) return undefined;
+  const digit = { I: "1", II: "2", III: "3", IV: "4" }[match[2] as string] ?? (match[2] as string);
+  if (match[1]) return digit === "1" ? "EARLY_PHASE1" : undefined;
+  return `PHASE${digit}` as Phase;
+}
+
+/** Free text the full-text index can search: at least one letter or digit. */
+const searchText = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .max(200)
+    .refine((value) => searchTerms(value).length > 0, `${what} must contain a letter or a digit`)
+    .refine((value) => searchTerms(value).length <= 32, `${what} may hold at most 32 words`);
+
 export const ClinicalTrialsQueryRequest = z
   .strictObject({
-    query: z.string().min(1).max(200).optional(),
+    query: searchText("query").optional().meta({
+      description:
+        "Full-text search (every word must match) over titles, conditions, interventions, sponsor and outcome titles; ranked by BM25.",
+    }),
     nctId: z
       .string()
       .regex(/^NCT\d{8}$/, "must be an NCT number such as NCT01234567")
       .optional(),
-    condition: z.string().min(1).max(200).optional(),
-    intervention: z.string().min(1).max(200).optional(),
-    phase: z.string().min(1).max(32).optional(),
-    sponsor: z.string().min(1).max(200).optional(),
-    startedAfter: isoDate.optional(),
-    completedBefore: isoDate.optional(),
+    condition: searchText("condition")
+      .optional()
+      .meta({ description: "Words of a condition or keyword, as a phrase." }),
+    intervention: searchText("intervention")
+      .optional()
+      .meta({ description: "Words of an intervention name or other name, as a phrase." }),
+    phase: z
+      .string()
+      .min(1)
+      .max(32)
+      .transform((value, ctx) => {
+        const phase = normalizePhase(value);
+        if (phase) return phase;
+        ctx.issues.push({
+          code: "custom",
+          input: value,
+          message: `unknown phase "${value}"; use one of: ${PHASES.join(", ")}`,
+        });
+        return z.NEVER;
+      })
+      .optional()
+      .meta({
+        description: `One of ${PHASES.join(", ")} ("Phase 2", "phase-2" and "II" are read as PHASE2).`,
+      }),
+    sponsor: searchText("sponsor")
+      .optional()
+      .meta({ description: "Words of the lead sponsor's name, as a phrase." }),
+    startedAfter: isoDate
+      .optional()
+      .meta({ description: "Start date on or after this day (a month-only date counts as its first day)." }),
+    completedBefore: isoDate.optional().meta({
+      description: "Completion date on or before this day (a month-only date counts as its first day).",
+    }),
     minEnrollment: z.int().min(0).optional(),
     limit: z.int().min(1).max(50).default(10),
-    cursor: z.string().min(1).max(512).optional(),
+    cursor: z
+      .string()
+      .min(1)
+      .max(512)
+      .optional()
+      .meta({ description: "The nextCursor of the previous page, with the same filters." }),
+  })
+  .superRefine((request, ctx) => {
+    if (request.cursor === undefined) return;
+    const cursor = decodeCursor(request.cursor, request.query !== undefined);
+    if (!cursor) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["cursor"],
+        message: "malformed cursor: pass a nextCursor as it was given",
+      });
+    } else if (cursor.filters !== cursorFingerprint(request)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["cursor"],
+        message: "this cursor belongs to a query with other filters: repeat the filters of the first page",
+      });
+    }
   })
   .meta({ id: "ClinicalTrialsQueryRequest" });
 
+export type ClinicalTrialsQueryInput = z.output<typeof ClinicalTrialsQueryRequest>;
+
+const nullableText = z.string().nullable();
+
+const TrialSummarySchema = z
+  .strictObject({
+    nctId: z.string(),
+    title: z.string(),
+    officialTitle: nullableText,
+    conditions: z.array(z.string()),
+    interventions: z.array(z.strictObject({ type: nullableText, name: z.string() })),
+    phases: z.array(z.string()),
+    enrollment: z.int().nullable(),
+    enrollmentType: nullableText,
+    sponsor: nullableText,
+    sponsorClass: nullableText,
+    startDate: nullableText.meta({ description: "As registered: YYYY-MM-DD or YYYY-MM." }),
+    completionDate: nullableText,
+    counts: z
+      .strictObject({ endpoints: z.int(), measurements: z.int(), analyses: z.int() })
+      .meta({ description: "Counted the AACT way: outcome measures, category measurements, analyses." }),
+    primaryOutcomes: z.array(
+      z.strictObject({
+        title: nullableText,
+        timeFrame: nullableText,
+        paramType: nullableText,
+        dispersionType: nullableText,
+        unit: nullableText,
+        groups: z.array(z.strictObject({ id: nullableText, title: nullableText })),
+        measurements: z.array(
+          z.strictObject({
+            groupId: nullableText,
+            classTitle: nullableText,
+            categoryTitle: nullableText,
+            value: nullableText,
+            spread: nullableText,
+            lowerLimit: nullableText,
+            upperLimit: nullableText,
+            unit: nullableText,
+          }),
+        ),
+        analyses: z.array(
+          z.strictObject({
+            groupIds: z.array(z.string()),
+            statisticalMethod: nullableText,
+            paramType: nullableText,
+            paramValue: nullableText,
+            ciPercent: nullableText,
+            ciLowerLimit: nullableText,
+            ciUpperLimit: nullableText,
+            nonInferiorityType: nullableText,
+            pValue: z
+              .number()
+              .nullable()
+              .meta({ description: 'Parsed from pValueRaw: "<0.001" gives 0.001.' }),
+            pValueComparator: z.enum(["<", "<=", "=", ">=", ">"]).nullable(),
+            pValueRaw: nullableText,
+          }),
+        ),
+      }),
+    ),
+    adverseEvents: z
+      .strictObject({
+        groups: z.array(
+          z.strictObject({
+            id: nullableText,
+            title: nullableText,
+            deathsAffected: z.int().nullable(),
+            deathsAtRisk: z.int().nullable(),
+            seriousAffected: z.int().nullable(),
+            seriousAtRisk: z.int().nullable(),
+            otherAffected: z.int().nullable(),
+            otherAtRisk: z.int().nullable(),
+          }),
+        ),
+      })
+      .nullable(),
+    sourceUrl: z.url(),
+  })
+  .meta({ id: "TrialSummary" });
+
+export const DatasetSchema = z
+  .strictObject({
+    kind: z.enum(["sample", "full"]),
+    sample: z.boolean().meta({ description: "True unless a complete ingest of the registry is loaded." }),
+    snapshotDate: isoDate,
+    studies: z.int().min(0),
+    endpoints: z.int().min(0),
+    measurements: z.int().min(0),
+    analyses: z.int().min(0),
+    source: z.string(),
+  })
+  .meta({ id: "ClinicalTrialsDataset", description: "Totals counted from the loaded database." });
+
+export type Dataset = z.output<typeof DatasetSchema>;
+
 export const ClinicalTrialsQueryResponse = z
   .strictObject({
-    count: z.int().min(0),
-    total: z.int().min(0),
-    items: z.array(z.looseObject({ nctId: z.string() })),
+    count: z.int().min(0).meta({ description: "Items on this page." }),
+    total: z.int().min(0).meta({ description: "Studies matching the filters, over all pages." }),
+    items: z.array(TrialSummarySchema),
     nextCursor: z.string().nullable(),
-    dataset: z.looseObject({ studies: z.int().min(0) }),
+    dataset: DatasetSchema,
   })
   .meta({ id: "ClinicalTrialsQueryResponse" });
+
+export type ClinicalTrialsQueryOutput = z.output<typeof ClinicalTrialsQueryResponse>;

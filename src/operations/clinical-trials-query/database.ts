@@ -1,0 +1,210 @@
+/**
+ * The SQLite database of trial-level results summaries (docs/clinical-trials-data-dictionary.md
+ * describes every table and column). The ingest writes it; the service opens it read-only.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { type StudyRecord, searchText, sortableDate, summarizeStudy, type TrialSummary } from "./summary.ts";
+
+export type TrialsDatabase = Database.Database;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS studies (
+  id INTEGER PRIMARY KEY,
+  nct_id TEXT NOT NULL UNIQUE,
+  title TEXT NOT NULL,
+  sponsor TEXT,
+  phases TEXT NOT NULL,
+  enrollment INTEGER,
+  start_date TEXT,
+  start_day TEXT NOT NULL,
+  completion_date TEXT,
+  completion_day TEXT,
+  endpoints INTEGER NOT NULL,
+  measurements INTEGER NOT NULL,
+  analyses INTEGER NOT NULL,
+  last_update_posted TEXT
+);
+-- Kept apart so that the filters scan narrow rows: a summary is kilobytes of JSON.
+CREATE TABLE IF NOT EXISTS study_summaries (
+  study_id INTEGER PRIMARY KEY REFERENCES studies (id) ON DELETE CASCADE,
+  summary TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS studies_by_start ON studies (start_day DESC, nct_id);
+CREATE INDEX IF NOT EXISTS studies_by_completion ON studies (completion_day);
+CREATE INDEX IF NOT EXISTS studies_by_enrollment ON studies (enrollment);
+CREATE TABLE IF NOT EXISTS study_phases (
+  study_id INTEGER NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  phase TEXT NOT NULL,
+  PRIMARY KEY (phase, study_id)
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS studies_fts USING fts5 (
+  title, conditions, interventions, sponsor, outcomes,
+  tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS ingest_state (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+`;
+
+/** The keys of `meta` other tools rely on (the outcomes snapshot release reads them). */
+export interface DatasetMeta {
+  kind: "sample" | "full";
+  snapshotDate: string;
+  studies: number;
+  endpoints: number;
+  measurements: number;
+  analyses: number;
+  source: string;
+}
+
+export function openForWriting(file: string): TrialsDatabase {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.pragma("foreign_keys = ON");
+  db.exec(SCHEMA);
+  return db;
+}
+
+/** Leaves one self-contained file (no -wal beside it): what ships, and what a read-only opener needs. */
+export function closeAfterWriting(db: TrialsDatabase): void {
+  db.pragma("journal_mode = DELETE");
+  db.close();
+}
+
+export function openForReading(file: string): TrialsDatabase {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const tables = db
+    .prepare(
+      "SELECT name FROM sqlite_master WHERE name IN ('meta', 'studies', 'study_summaries', 'studies_fts', 'study_phases')",
+    )
+    .all();
+  if (tables.length !== 5) {
+    db.close();
+    throw new Error(`${file} is not a clinical-trials database (run: utility402 ingest clinical-trials)`);
+  }
+  return db;
+}
+
+/** Writes studies; one record replaces an earlier one with the same NCT number (an ingest may see a study twice). */
+export class StudyWriter {
+  private readonly findRowid;
+  private readonly deleteStudy;
+  private readonly deleteText;
+  private readonly insertStudy;
+  private readonly insertText;
+  private readonly insertPhase;
+  private readonly insertSummary;
+
+  constructor(db: TrialsDatabase) {
+    this.findRowid = db.prepare<[string], { id: number }>("SELECT id FROM studies WHERE nct_id = ?");
+    this.deleteStudy = db.prepare("DELETE FROM studies WHERE id = ?");
+    this.deleteText = db.prepare("DELETE FROM studies_fts WHERE rowid = ?");
+    this.insertStudy = db.prepare(
+      `INSERT INTO studies (nct_id, title, sponsor, phases, enrollment, start_date, start_day, completion_date,
+         completion_day, endpoints, measurements, analyses, last_update_posted)
+       VALUES (@nctId, @title, @sponsor, @phases, @enrollment, @startDate, @startDay, @completionDate,
+         @completionDay, @endpoints, @measurements, @analyses, @lastUpdatePosted)`,
+    );
+    this.insertSummary = db.prepare("INSERT INTO study_summaries (study_id, summary) VALUES (?, ?)");
+    this.insertText = db.prepare(
+      "INSERT INTO studies_fts (rowid, title, conditions, interventions, sponsor, outcomes) VALUES (?, ?, ?, ?, ?, ?)",
+    );
+    this.insertPhase = db.prepare("INSERT OR IGNORE INTO study_phases (study_id, phase) VALUES (?, ?)");
+  }
+
+  /** Call inside a transaction. */
+  write(study: StudyRecord): TrialSummary {
+    const summary = summarizeStudy(study);
+    const existing = this.findRowid.get(summary.nctId);
+    if (existing) {
+      this.deleteText.run(existing.id);
+      this.deleteStudy.run(existing.id);
+    }
+    const { lastInsertRowid } = this.insertStudy.run({
+      nctId: summary.nctId,
+      title: summary.title,
+      sponsor: summary.sponsor,
+      phases: JSON.stringify(summary.phases),
+      enrollment: summary.enrollment,
+      startDate: summary.startDate,
+      // Unknown start dates sort last in the newest-first order.
+      startDay: sortableDate(summary.startDate) ?? "",
+      completionDate: summary.completionDate,
+      completionDay: sortableDate(summary.completionDate),
+      endpoints: summary.counts.endpoints,
+      measurements: summary.counts.measurements,
+      analyses: summary.counts.analyses,
+      lastUpdatePosted: study.protocolSection?.statusModule?.lastUpdatePostDateStruct?.date ?? null,
+    });
+    this.insertSummary.run(lastInsertRowid, JSON.stringify(summary));
+    const words = searchText(study, summary);
+    this.insertText.run(
+      lastInsertRowid,
+      words.title,
+      words.conditions,
+      words.interventions,
+      words.sponsor,
+      words.outcomes,
+    );
+    for (const phase of summary.phases) this.insertPhase.run(lastInsertRowid, phase);
+    return summary;
+  }
+}
+
+export interface DatasetTotals {
+  studies: number;
+  endpoints: number;
+  measurements: number;
+  analyses: number;
+}
+
+/** Counted from the rows, never taken from anywhere else. */
+export function countTotals(db: TrialsDatabase): DatasetTotals {
+  const row = db
+    .prepare(
+      `SELECT count(*) AS studies, coalesce(sum(endpoints), 0) AS endpoints,
+         coalesce(sum(measurements), 0) AS measurements, coalesce(sum(analyses), 0) AS analyses FROM studies`,
+    )
+    .get() as DatasetTotals;
+  return row;
+}
+
+export function readMeta(db: TrialsDatabase): Record<string, string> {
+  const rows = db.prepare("SELECT key, value FROM meta").all() as { key: string; value: string }[];
+  return Object.fromEntries(rows.map((row) => [row.key, row.value]));
+}
+
+/** Recounts the totals from the rows and records them with the kind, snapshot date and source. */
+export function writeMeta(
+  db: TrialsDatabase,
+  fields: { kind: DatasetMeta["kind"]; snapshotDate: string; source: string },
+): DatasetMeta {
+  const totals = countTotals(db);
+  const meta: DatasetMeta = { ...fields, ...totals };
+  const upsert = db.prepare(
+    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+  );
+  db.transaction(() => {
+    upsert.run("kind", meta.kind);
+    upsert.run("snapshot_date", meta.snapshotDate);
+    upsert.run("studies", String(meta.studies));
+    upsert.run("endpoints", String(meta.endpoints));
+    upsert.run("measurements", String(meta.measurements));
+    upsert.run("analyses", String(meta.analyses));
+    upsert.run("source", meta.source);
+  })();
+  return meta;
+}
+
+/** The latest "last update posted" date among the loaded studies: what a folder of records is a snapshot of. */
+export function latestUpdatePosted(db: TrialsDatabase): string | null {
+  const row = db.prepare("SELECT max(last_update_posted) AS day FROM studies").get() as {
+    day: string | null;
+  };
+  return sortableDate(row.day);
+}

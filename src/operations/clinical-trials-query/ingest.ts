@@ -1,0 +1,329 @@
+/**
+ * `utility402 ingest clinical-trials`: builds the database from a folder of API v2 study records
+ * or from the ClinicalTrials.gov API v2 itself, page by page, resumable.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import {
+  type DatasetMeta,
+  latestUpdatePosted,
+  StudyWriter,
+  type TrialsDatabase,
+  writeMeta,
+} from "./database.ts";
+import type { StudyRecord } from "./summary.ts";
+
+/** The service's subject: studies with posted results that started on or after this day. */
+export const STARTED_ON_OR_AFTER = "2020-01-01";
+export const DEFAULT_PAGE_SIZE = 1000;
+/** About one request a second, as the registry asks of bulk clients. */
+export const DEFAULT_REQUEST_INTERVAL_MS = 1000;
+
+const isoDay = (date: Date) => date.toISOString().slice(0, 10);
+
+const hasResults = (study: StudyRecord) => study.resultsSection !== undefined;
+
+export interface DirectoryIngestResult {
+  files: number;
+  written: number;
+  skippedWithoutResults: number;
+  meta: DatasetMeta;
+}
+
+/**
+ * Loads every *.json file of `dir` (a single study, or a page `{ "studies": [...] }` as the API
+ * answers) in name order. Studies without a results section are skipped: the index is of results.
+ */
+export function ingestFromDirectory(
+  db: TrialsDatabase,
+  dir: string,
+  options: { now?: () => Date } = {},
+): DirectoryIngestResult {
+  const files = fs
+    .readdirSync(dir)
+    .filter((name) => name.endsWith(".json"))
+    .sort();
+  if (files.length === 0) throw new Error(`no .json study records in ${dir}`);
+  const writer = new StudyWriter(db);
+  let written = 0;
+  let skippedWithoutResults = 0;
+  db.transaction(() => {
+    for (const file of files) {
+      const parsed = JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")) as
+        | StudyRecord
+        | { studies: StudyRecord[] };
+      const studies =
+        "studies" in parsed && Array.isArray(parsed.studies) ? parsed.studies : [parsed as StudyRecord];
+      for (const study of studies) {
+        if (!hasResults(study)) {
+          skippedWithoutResults++;
+          continue;
+        }
+        writer.write(study);
+        written++;
+      }
+    }
+    // The records are now mixed with whatever an unfinished API run left: that run can no longer complete as "full".
+    db.prepare("DELETE FROM ingest_state").run();
+  })();
+  const meta = writeMeta(db, {
+    kind: "sample",
+    snapshotDate: latestUpdatePosted(db) ?? isoDay((options.now ?? (() => new Date()))()),
+    source: `folder of ClinicalTrials.gov API v2 study records (${path.basename(path.resolve(dir))})`,
+  });
+  return { files: files.length, written, skippedWithoutResults, meta };
+}
+
+export interface ApiIngestProgress {
+  page: number;
+  studiesReceived: number;
+  totalCount: number | null;
+  endpoints: number;
+  measurements: number;
+  analyses: number;
+  /** Estimated from this run's pace; null until a page has arrived. */
+  etaMs: number | null;
+  resumed: boolean;
+}
+
+export interface ApiIngestOptions {
+  apiUrl: string;
+  pageSize?: number;
+  /** Least time between the starts of two requests. */
+  intervalMs?: number;
+  /** Retries of a failed page (network error, 429, 5xx) before the run stops, resumable. */
+  retries?: number;
+  retryDelayMs?: number;
+  /** Discard an unfinished or finished run and start again from the first page. */
+  restart?: boolean;
+  now?: () => Date;
+  fetch?: typeof fetch;
+  sleep?: (ms: number) => Promise<void>;
+  onProgress?: (progress: ApiIngestProgress) => void;
+}
+
+export interface ApiIngestResult {
+  status: "complete" | "already-complete";
+  pagesThisRun: number;
+  resumed: boolean;
+  meta: DatasetMeta | null;
+}
+
+interface RunState {
+  source: string;
+  startedAt: string;
+  status: "running" | "complete";
+  nextPageToken: string | null;
+  pages: number;
+  studiesReceived: number;
+  totalCount: number | null;
+}
+
+const STATE_KEY = "api";
+
+function readState(db: TrialsDatabase): RunState | null {
+  const row = db.prepare("SELECT value FROM ingest_state WHERE key = ?").get(STATE_KEY) as
+    | { value: string }
+    | undefined;
+  return row ? (JSON.parse(row.value) as RunState) : null;
+}
+
+function saveState(db: TrialsDatabase, state: RunState): void {
+  db.prepare(
+    "INSERT INTO ingest_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+  ).run(STATE_KEY, JSON.stringify(state));
+}
+
+export class UpstreamError extends Error {
+  constructor(
+    message: string,
+    /** A network error, 429 or 5xx: worth another try; a 4xx means the request itself is wrong. */
+    readonly retryable: boolean,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The request for one page: studies with results, started on or after 2020-01-01. */
+export function pageUrl(apiUrl: string, pageSize: number, pageToken: string | null): URL {
+  const url = new URL(apiUrl);
+  url.searchParams.set("format", "json");
+  url.searchParams.set("aggFilters", "results:with");
+  url.searchParams.set("filter.advanced", `AREA[StartDate]RANGE[${STARTED_ON_OR_AFTER},MAX]`);
+  url.searchParams.set("pageSize", String(pageSize));
+  if (pageToken) url.searchParams.set("pageToken", pageToken);
+  else url.searchParams.set("countTotal", "true");
+  return url;
+}
+
+/**
+ * Fetches every page into `db`. Each page's studies and the token of the next page are committed
+ * in one transaction, so a run stopped at any point (a failed request, Ctrl-C, a crash) resumes
+ * from the first page it had not committed; a study seen twice is stored once.
+ */
+export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOptions): Promise<ApiIngestResult> {
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  const intervalMs = options.intervalMs ?? DEFAULT_REQUEST_INTERVAL_MS;
+  const retries = options.retries ?? 3;
+  const retryDelayMs = options.retryDelayMs ?? 5000;
+  const now = options.now ?? (() => new Date());
+  const fetchPage = options.fetch ?? fetch;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const source = `ClinicalTrials.gov API v2 ${options.apiUrl} (studies with results started on or after ${STARTED_ON_OR_AFTER})`;
+
+  let state = readState(db);
+  if (state && !options.restart && state.source !== source) {
+    throw new Error(
+      `the database holds an unfinished ingest from another source (${state.source}); pass --restart to start over`,
+    );
+  }
+  if (state?.status === "complete" && !options.restart) {
+    return { status: "already-complete", pagesThisRun: 0, resumed: false, meta: null };
+  }
+  const resumed = state !== null && !options.restart;
+  if (!state || options.restart) {
+    // A full snapshot holds only what this run fetches: earlier rows (a sample, an older run) go.
+    db.transaction(() => {
+      db.prepare("DELETE FROM studies_fts").run();
+      db.prepare("DELETE FROM studies").run();
+      state = {
+        source,
+        startedAt: now().toISOString(),
+        status: "running",
+        nextPageToken: null,
+        pages: 0,
+        studiesReceived: 0,
+        totalCount: null,
+      };
+      saveState(db, state);
+    })();
+  }
+  let run = state as RunState;
+  const writer = new StudyWriter(db);
+  const snapshotDate = run.startedAt.slice(0, 10);
+  const runStart = Date.now();
+  const receivedAtRunStart = run.studiesReceived;
+  let pagesThisRun = 0;
+  let lastRequestAt = Number.NEGATIVE_INFINITY;
+
+  const paced = async <T>(request: () => Promise<T>) => {
+    const wait = lastRequestAt + intervalMs - Date.now();
+    if (wait > 0) await sleep(wait);
+    lastRequestAt = Date.now();
+    return request();
+  };
+
+  for (;;) {
+    const url = pageUrl(options.apiUrl, pageSize, run.nextPageToken);
+    const page = await withRetries(retries, retryDelayMs, sleep, () => paced(() => getPage(fetchPage, url)));
+    const studies = page.studies.filter(hasResults);
+    const next: RunState = {
+      ...run,
+      pages: run.pages + 1,
+      studiesReceived: run.studiesReceived + page.studies.length,
+      totalCount: page.totalCount ?? run.totalCount,
+      nextPageToken: page.nextPageToken ?? null,
+      status: page.nextPageToken ? "running" : "complete",
+    };
+    db.transaction(() => {
+      for (const study of studies) writer.write(study);
+      saveState(db, next);
+    })();
+    run = next;
+    pagesThisRun++;
+    const meta = writeMeta(db, {
+      kind: run.status === "complete" ? "full" : "sample",
+      snapshotDate,
+      source: run.status === "complete" ? source : `${source}; unfinished: ${run.pages} pages so far`,
+    });
+    if (options.onProgress) {
+      const receivedThisRun = run.studiesReceived - receivedAtRunStart;
+      const elapsed = Date.now() - runStart;
+      options.onProgress({
+        page: run.pages,
+        studiesReceived: run.studiesReceived,
+        totalCount: run.totalCount,
+        endpoints: meta.endpoints,
+        measurements: meta.measurements,
+        analyses: meta.analyses,
+        etaMs:
+          run.status === "complete"
+            ? 0
+            : run.totalCount !== null && receivedThisRun > 0
+              ? Math.max(0, ((run.totalCount - run.studiesReceived) * elapsed) / receivedThisRun)
+              : null,
+        resumed,
+      });
+    }
+    if (run.status === "complete") return { status: "complete", pagesThisRun, resumed, meta };
+  }
+}
+
+interface Page {
+  studies: StudyRecord[];
+  nextPageToken?: string;
+  totalCount?: number;
+}
+
+async function getPage(fetchPage: typeof fetch, url: URL): Promise<Page> {
+  let response: Response;
+  try {
+    response = await fetchPage(url, { headers: { accept: "application/json" } });
+  } catch (error) {
+    throw new UpstreamError(`${url.origin}: ${(error as Error).message}`, true, { cause: error });
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new UpstreamError(
+      `${url.origin} answered ${response.status} ${response.statusText}`,
+      response.status === 429 || response.status >= 500,
+    );
+  }
+  const body = (await response.json()) as Page;
+  if (!body || !Array.isArray(body.studies))
+    throw new UpstreamError(`${url.origin}: the page has no studies array`, false);
+  return body;
+}
+
+async function withRetries<T>(
+  retries: number,
+  delayMs: number,
+  sleep: (ms: number) => Promise<void>,
+  attempt: () => Promise<T>,
+): Promise<T> {
+  for (let tried = 0; ; tried++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (tried >= retries || !(error instanceof UpstreamError) || !error.retryable) throw error;
+      await sleep(delayMs * 2 ** tried);
+    }
+  }
+}
+
+const thousands = (n: number) => n.toLocaleString("en-US");
+
+function duration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m ${String(seconds % 60).padStart(2, "0")}s`;
+  return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, "0")}m`;
+}
+
+/** One line: a bar, the counts and the ETA. */
+export function formatProgress(progress: ApiIngestProgress, width = 24): string {
+  const { totalCount, studiesReceived } = progress;
+  const fraction = totalCount ? Math.min(1, studiesReceived / totalCount) : 0;
+  const filled = Math.round(fraction * width);
+  const bar = totalCount ? `[${"#".repeat(filled)}${".".repeat(width - filled)}] ` : "";
+  const of = totalCount ? `/${thousands(totalCount)} (${(fraction * 100).toFixed(1)}%)` : "";
+  const eta =
+    progress.etaMs === null ? "ETA …" : progress.etaMs === 0 ? "done" : `ETA ${duration(progress.etaMs)}`;
+  return (
+    `${bar}page ${progress.page}: ${thousands(studiesReceived)}${of} studies, ` +
+    `${thousands(progress.endpoints)} endpoints, ${thousands(progress.measurements)} measurements, ` +
+    `${thousands(progress.analyses)} analyses, ${eta}`
+  );
+}
