@@ -1,8 +1,24 @@
 # utility402 API instance, worker or facilitator (the command picks the role).
 # Production image: no local test chain (anvil is an optional dependency and is left out).
+
+# Build the four repository products' releases (their build needs dev dependencies, e.g. typescript).
+FROM node:20-bookworm-slim AS releases
+WORKDIR /app
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
+    && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --omit=optional
+COPY bin ./bin
+COPY src ./src
+COPY data ./data
+COPY products ./products
+COPY scripts ./scripts
+RUN RELEASES_DIR=/app/releases node bin/utility402.js build-products \
+    csv-json-quality-toolkit agent-safe-paid-work-kit automation-data-toolkit-bundle engineering-unit-conversion-api
+
+# Production dependencies only (better-sqlite3 builds from source).
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
-# better-sqlite3 builds from source.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
@@ -10,12 +26,14 @@ RUN npm ci --omit=dev --omit=optional
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=8402 DATA_DIR=/var/lib/utility402
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=8402 DATA_DIR=/var/lib/utility402 RELEASES_DIR=/app/releases
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY bin ./bin
 COPY src ./src
 COPY data ./data
+COPY products ./products
+COPY --from=releases /app/releases ./releases
 RUN mkdir -p /var/lib/utility402 && chown node:node /var/lib/utility402
 USER node
 EXPOSE 8402
