@@ -128,8 +128,8 @@ export function createSettlerSigner(options: {
   };
 
   const calldata = (call: ContractCall): Hex => {
-    // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
     const data = encodeFunctionData({
+      // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
       abi: call.abi as any,
       functionName: call.functionName,
       args: call.args,
