@@ -8,6 +8,7 @@ interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
+  children?: number[];
 }
 interface CpuProfile {
   nodes: ProfileNode[];
@@ -43,8 +44,18 @@ export function placeOf(url: string, functionName: string): string {
 export function summariseProfile(file: string, top = 15): ProfileSummary {
   const profile = JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  // Samples taken while the profiler itself was being stopped (under node:inspector) are not the workload.
+  const profilerOwn = new Set<number>();
+  const mark = (id: number, inside: boolean) => {
+    const node = byId.get(id) as ProfileNode;
+    const own = inside || node.callFrame.url === "node:inspector";
+    if (own) profilerOwn.add(id);
+    for (const child of node.children ?? []) mark(child, own);
+  };
+  mark(profile.nodes[0]?.id as number, false);
   const selfUs = new Map<number, number>();
   profile.samples.forEach((id, i) => {
+    if (profilerOwn.has(id)) return;
     selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
   });
   const places = new Map<string, number>();
