@@ -63,6 +63,7 @@ try {
   );
   const payers = await fundedPayers(chain.rpcUrl, PAYERS, 1_000_000_000n);
 
+  const route = "/v1/csv-cleanup";
   const ports = { ours: await freePort(), reference: await freePort(), bare: await freePort() };
   const ours = await startServerProcess({
     name: "utility402",
@@ -95,35 +96,49 @@ try {
     },
   });
   servers.push(reference);
+  // Bare Hono also gets a verbatim copy of our 402 (headers and body), to show what its size alone costs.
+  const challengeReply = await fetch(`${ours.url}${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
+  const captured402 = path.join(dataDir, "captured-402.json");
+  const capturedHeaders: Record<string, string> = {};
+  for (const name of ["content-type", "payment-required", "cache-control"]) {
+    capturedHeaders[name] = challengeReply.headers.get(name) ?? "";
+  }
+  const capturedBody = await challengeReply.text();
+  fs.writeFileSync(captured402, JSON.stringify({ headers: capturedHeaders, body: capturedBody }));
   const bare = await startServerProcess({
     name: "bare Hono",
     script: "bench/reference/bare-hono.ts",
     port: ports.bare,
     readyPath: "/healthz",
-    env: { PORT: String(ports.bare) },
+    env: { PORT: String(ports.bare), STATIC_402_FILE: captured402 },
   });
   servers.push(bare);
 
-  const route = "/v1/csv-cleanup";
   const ledger = new Database(path.join(dataDir, "utility402.sqlite"), { readonly: true });
   const settledRows = () =>
     (ledger.prepare("SELECT count(*) AS n FROM payments WHERE state = 'settled'").get() as { n: number }).n;
 
   // Unpaid 402 challenges against bare Hono echoing the same body, rounds taking turns.
-  const challenge = { ours: [] as number[], bare: [] as number[] };
+  const challenge = { ours: [] as number[], bare: [] as number[], bareSame402: [] as number[] };
+  const challengeBytes =
+    Buffer.byteLength(capturedBody) + Buffer.byteLength(capturedHeaders["payment-required"] ?? "");
   for (let round = 0; round < CHALLENGE_ROUNDS; round++) {
-    for (const [name, server] of [
-      ["ours", ours],
-      ["bare", bare],
+    for (const [name, url, expected] of [
+      ["ours", ours.url + route, "402"],
+      ["bare", bare.url + route, "200"],
+      ["bareSame402", `${bare.url}/static-402`, "402"],
     ] as const) {
       const result = await runLoad({
-        targets: [server.url + route],
+        targets: [url],
         connections: 32,
         method: "POST",
         body,
         durationSeconds: CHALLENGE_SECONDS,
       });
-      const expected = name === "ours" ? "402" : "200";
       if (result.statuses[expected] !== result.responses) {
         throw new Error(`${name}: expected only ${expected}s, got ${JSON.stringify(result.statuses)}`);
       }
@@ -192,6 +207,13 @@ try {
       baseline: Math.round(median(challenge.bare)),
       "ratio (ours/baseline)": round2(challengeRatio),
       target: `≥ ${TARGETS.challenge} × bare Hono`,
+    },
+    {
+      scenario: `  bare Hono sending our ${(challengeBytes / 1024).toFixed(1)} KB 402 verbatim (req/s)`,
+      ours: Math.round(median(challenge.ours)),
+      baseline: Math.round(median(challenge.bareSame402)),
+      "ratio (ours/baseline)": round2(median(challenge.ours) / median(challenge.bareSame402)),
+      target: "",
     },
   ];
   for (const { connections, ours: o, reference: r } of paidResults) {
