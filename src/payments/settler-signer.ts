@@ -80,12 +80,28 @@ export function createSettlerSigner(options: {
     batch: { wait: 0 },
   });
   // Broadcasts are never retried by the transport: an unanswered send is an unknown outcome.
-  const sendTransport = http(options.rpcUrl, { timeout: options.rpcTimeoutMs ?? 10_000, retryCount: 0 });
+  const sendTransport = http(options.rpcUrl, {
+    timeout: options.rpcTimeoutMs ?? 10_000,
+    retryCount: 0,
+    batch: { wait: 0 },
+  });
   const publicClient = createPublicClient({ chain, transport, pollingInterval: options.pollingIntervalMs });
   const sender = createPublicClient({ chain, transport: sendTransport });
   const walletClient = createWalletClient({ chain, transport, account });
-  const nonces = new NonceAllocator(() =>
-    publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
+  const nonces = new NonceAllocator(
+    () => publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
+    // A refused send left a gap before accepted ones: a no-op transfer to itself takes the nonce.
+    async (nonce) => {
+      fees = undefined;
+      const signed = await signTransaction({
+        to: account.address,
+        data: "0x",
+        gas: 21_000n,
+        nonce,
+        fee: await currentFees(),
+      });
+      return sender.request({ method: "eth_sendRawTransaction", params: [signed] });
+    },
   );
   const receipts = new ReceiptWatcher(
     (hashes) =>
@@ -127,6 +143,16 @@ export function createSettlerSigner(options: {
     return { maxFeePerGas: 2n * block.baseFeePerGas + maxPriorityFeePerGas, maxPriorityFeePerGas };
   };
 
+  function signTransaction(tx: { to: Hex; data: Hex; gas: bigint; nonce: number; fee: Fees }): Promise<Hex> {
+    const { fee, ...rest } = tx;
+    return account.signTransaction({
+      chainId: options.chainId,
+      value: 0n,
+      ...rest,
+      ...("gasPrice" in fee ? { type: "legacy", gasPrice: fee.gasPrice } : { type: "eip1559", ...fee }),
+    });
+  }
+
   const calldata = (call: ContractCall): Hex => {
     const data = encodeFunctionData({
       // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
@@ -142,27 +168,47 @@ export function createSettlerSigner(options: {
       publicClient.estimateGas({ account: account.address, to: call.address, data: calldata(call) }),
     );
 
+  // On a chain that includes a transaction as it arrives (anvil; sequencers that answer with a
+  // preconfirmed receipt) the receipt exists when the send is answered: ask for it in the same
+  // JSON-RPC batch, and stop asking once it keeps coming back empty (a chain with block times).
+  const receiptsWithSend = new Map<Hex, RawReceipt>();
+  let askReceiptWithSend = true;
+  let emptyAnswers = 0;
+
   const broadcast = async (to: Hex, data: Hex, gas: bigint): Promise<Hex> => {
     const send = async () => {
       const fee = await currentFees();
       return nonces.send(async (nonce) => {
-        const signed = await account.signTransaction({
-          chainId: options.chainId,
-          to,
-          data,
-          gas,
-          nonce,
-          value: 0n,
-          ...("gasPrice" in fee ? { type: "legacy", gasPrice: fee.gasPrice } : { type: "eip1559", ...fee }),
-        });
+        const signed = await signTransaction({ to, data, gas, nonce, fee });
         const hash = keccak256(signed);
+        // Both requests leave in one batch, the send first.
+        const sending = sender.request({
+          method: "eth_sendRawTransaction",
+          params: [signed],
+        }) as Promise<Hex>;
+        const receipt = askReceiptWithSend
+          ? (sender.request({
+              method: "eth_getTransactionReceipt",
+              params: [hash],
+            }) as Promise<RawReceipt | null>)
+          : undefined;
+        let sent: Hex;
         try {
-          return (await sender.request({ method: "eth_sendRawTransaction", params: [signed] })) as Hex;
+          sent = await sending;
         } catch (error) {
+          receipt?.catch(() => undefined);
           // The node already has this very transaction (a resent broadcast): it is sent.
-          if (/already known|known transaction/i.test((error as Error).message)) return hash;
-          throw error;
+          if (!/already known|known transaction/i.test((error as Error).message)) throw error;
+          sent = hash;
         }
+        const mined = await receipt?.catch(() => null);
+        if (mined) {
+          receiptsWithSend.set(sent, mined);
+          emptyAnswers = 0;
+        } else if (receipt && ++emptyAnswers >= 3) {
+          askReceiptWithSend = false;
+        }
+        return sent;
       });
     };
     try {
@@ -194,12 +240,12 @@ export function createSettlerSigner(options: {
     sendTransaction: (args) =>
       tracked(() => nonces.send((nonce) => walletClient.sendTransaction({ ...args, nonce }))),
     waitForTransactionReceipt: (args) =>
-      tracked(
-        async () =>
-          formatTransactionReceipt(
-            (await receipts.wait(args.hash, args.timeout ?? options.confirmationTimeoutMs)) as never,
-          ) as TransactionReceipt,
-      ),
+      tracked(async () => {
+        const known = receiptsWithSend.get(args.hash);
+        receiptsWithSend.delete(args.hash);
+        const receipt = known ?? (await receipts.wait(args.hash, options.confirmationTimeoutMs));
+        return formatTransactionReceipt(receipt as never) as TransactionReceipt;
+      }),
     getCode: (args) => tracked(() => publicClient.getCode(args)),
   };
 }
