@@ -195,6 +195,22 @@ try {
   await ours.request({ type: "profile-stop", path: profileFile }, "profile-written");
   const profile = summariseProfile(profileFile);
 
+  // And where an unpaid 402 costs CPU: the same profiler over a challenge run.
+  const challengeProfileFile = path.join(dataDir, "challenge.cpuprofile");
+  await ours.request({ type: "profile-start" }, "profile-started");
+  const challengeCpuBefore = ours.cpuSeconds();
+  const challengeProfiled = await runLoad({
+    targets: [ours.url + route],
+    connections: 32,
+    method: "POST",
+    body,
+    durationSeconds: CHALLENGE_SECONDS,
+  });
+  const challengeCpuUsPerRequest =
+    ((ours.cpuSeconds() - challengeCpuBefore) * 1e6) / Math.max(1, challengeProfiled.responses);
+  await ours.request({ type: "profile-stop", path: challengeProfileFile }, "profile-written");
+  const challengeProfile = summariseProfile(challengeProfileFile);
+
   const median = (values: number[]) =>
     [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
   const round1 = (value: number) => Number(value.toFixed(1));
@@ -285,6 +301,9 @@ try {
   console.log("\nwhere utility402's CPU goes in a paid run (self time, V8 sampling profiler)");
   console.table(profile.byPlace);
   console.table(profile.topFunctions);
+  console.log("\nwhere utility402's CPU goes in an unpaid 402 run (self time)");
+  console.table(challengeProfile.byPlace);
+  console.table(challengeProfile.topFunctions);
   console.log(
     `paid calls/s at 32 connections: ${round2(throughputRatio)}× the reference (target ≥ ${TARGETS.paidThroughput32}: ${targets.paidThroughputAt32.met ? "met" : "missed"})\n` +
       `paid p99 at 8 connections: ${round2(p99Ratio)}× the reference's (target ≤ ${TARGETS.paidP99At8}: ${targets.paidP99At8.met ? "met" : "missed"})\n` +
