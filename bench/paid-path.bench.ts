@@ -297,11 +297,19 @@ try {
       reconciliation: profiled.reconciliation,
       ...profile,
     },
+    challengeProfile: {
+      connections: 32,
+      seconds: CHALLENGE_SECONDS,
+      cpuMicrosecondsPerRequest: Math.round(challengeCpuUsPerRequest),
+      ...challengeProfile,
+    },
   });
   console.log("\nwhere utility402's CPU goes in a paid run (self time, V8 sampling profiler)");
   console.table(profile.byPlace);
   console.table(profile.topFunctions);
-  console.log("\nwhere utility402's CPU goes in an unpaid 402 run (self time)");
+  console.log(
+    `\nwhere utility402's CPU goes in an unpaid 402 run (self time; ${Math.round(challengeCpuUsPerRequest)} µs of CPU per 402)`,
+  );
   console.table(challengeProfile.byPlace);
   console.table(challengeProfile.topFunctions);
   console.log(
