@@ -88,21 +88,6 @@ export function createSettlerSigner(options: {
   const publicClient = createPublicClient({ chain, transport, pollingInterval: options.pollingIntervalMs });
   const sender = createPublicClient({ chain, transport: sendTransport });
   const walletClient = createWalletClient({ chain, transport, account });
-  const nonces = new NonceAllocator(
-    () => publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
-    // A refused send left a gap before accepted ones: a no-op transfer to itself takes the nonce.
-    async (nonce) => {
-      fees = undefined;
-      const signed = await signTransaction({
-        to: account.address,
-        data: "0x",
-        gas: 21_000n,
-        nonce,
-        fee: await currentFees(),
-      });
-      return sender.request({ method: "eth_sendRawTransaction", params: [signed] });
-    },
-  );
   const receipts = new ReceiptWatcher(
     (hashes) =>
       Promise.all(
@@ -162,6 +147,22 @@ export function createSettlerSigner(options: {
     });
     return call.dataSuffix ? concatHex([data, call.dataSuffix]) : data;
   };
+
+  const nonces = new NonceAllocator(
+    () => publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
+    // A refused send left a gap before accepted ones: a no-op transfer to itself takes the nonce.
+    async (nonce) => {
+      fees = undefined;
+      const signed = await signTransaction({
+        to: account.address,
+        data: "0x",
+        gas: 21_000n,
+        nonce,
+        fee: await currentFees(),
+      });
+      return sender.request({ method: "eth_sendRawTransaction", params: [signed] });
+    },
+  );
 
   const estimateContractGas = (call: ContractCall) =>
     tracked(() =>
