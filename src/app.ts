@@ -1,11 +1,11 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { cors } from "hono/cors";
 import type { AgentSkills } from "./catalog/agent-skills.ts";
 import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
+import { openCors } from "./http/cors.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
@@ -85,8 +85,7 @@ export function buildApp(services: AppServices): Hono<Env> {
   app.use("*", requestContext(log, metrics));
   app.use(
     "*",
-    cors({
-      origin: "*",
+    openCors({
       allowHeaders: ["content-type", PAYMENT_SIGNATURE_HEADER, "x-request-id", ...DOWNLOAD_REQUEST_HEADERS],
       exposeHeaders: [
         PAYMENT_REQUIRED_HEADER,

@@ -235,3 +235,41 @@ async function bootstrap(rpcUrl: string, accounts: DevAccounts, log: Logger): Pr
   await testClient.stopImpersonatingAccount({ address: USDC_ADMIN });
   log.info({ usdc: BASE_USDC_ADDRESS, multicall3: MULTICALL3_ADDRESS }, "local chain bootstrapped");
 }
+
+/**
+ * Funds more accounts on a local chain: test USDC minted by the token's master minter, and gas
+ * (so fresh settler accounts can send). For load tests that need many payers or a settler at nonce 0.
+ */
+export async function fundLocalAccounts(
+  rpcUrl: string,
+  accounts: { address: Address; usdc?: bigint; ether?: bigint }[],
+): Promise<void> {
+  const transport = http(rpcUrl);
+  const chain = { ...base, rpcUrls: { default: { http: [rpcUrl] } } };
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 });
+  const testClient = createTestClient({ chain, mode: "anvil", transport });
+  const admin = createWalletClient({ chain, transport, account: USDC_ADMIN });
+  await testClient.impersonateAccount({ address: USDC_ADMIN });
+  try {
+    const hashes: Hex[] = [];
+    for (const { address, usdc, ether } of accounts) {
+      if (ether) await testClient.setBalance({ address, value: ether });
+      if (usdc) {
+        hashes.push(
+          await admin.writeContract({
+            address: BASE_USDC_ADDRESS,
+            abi: FIAT_TOKEN_ABI,
+            functionName: "mint",
+            args: [address, usdc],
+          }),
+        );
+      }
+    }
+    for (const hash of hashes) {
+      const receipt = await publicClient.waitForTransactionReceipt({ hash });
+      if (receipt.status !== "success") throw new Error(`local USDC mint ${hash} reverted`);
+    }
+  } finally {
+    await testClient.stopImpersonatingAccount({ address: USDC_ADMIN });
+  }
+}

@@ -34,7 +34,12 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
 
   const chunks: Uint8Array[] = [];
   let size = 0;
-  if (request.body) {
+  if (request.headers.has("content-length")) {
+    // A declared length within the limit: read it whole. @hono/node-server reads it straight from
+    // the socket this way, without building a web ReadableStream (the dearest part of a 402 reply).
+    chunks.push(new Uint8Array(await request.arrayBuffer()));
+  } else if (request.body) {
+    // Chunked: count while reading, so an endless body is cut at the limit.
     const reader = request.body.getReader();
     for (;;) {
       const { done, value } = await reader.read();

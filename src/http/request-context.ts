@@ -28,7 +28,8 @@ export function requestContext(
     c.set("requestId", requestId);
     c.set("log", requestLog);
     await next();
-    c.header("x-request-id", requestId);
+    // Set on the response itself: c.header() after the route would make Hono copy the response.
+    c.res.headers.set("x-request-id", requestId);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const matched = routePath(c, -1);
     const route = matched && matched !== "*" && matched !== "/*" ? matched : "unmatched";

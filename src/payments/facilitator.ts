@@ -1,9 +1,9 @@
 import { x402Facilitator } from "@x402/core/facilitator";
 import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
-import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { failingOnTransportErrors } from "../chain/transport-failures.ts";
 import type { Config } from "../config.ts";
+import { ExactEip3009Scheme } from "./exact-eip3009-scheme.ts";
 import { createSettlerSigner, type SettlerSigner } from "./settler-signer.ts";
 
 /** How this instance verifies and settles: a facilitator client plus what /readyz needs to probe it. */
@@ -16,9 +16,12 @@ export interface PaymentBackend {
   probe(): Promise<{ chain?: string; facilitator: string }>;
 }
 
-/** Wraps an in-process x402Facilitator (the protocol's reference implementation) as a FacilitatorClient. */
+/**
+ * Wraps an in-process x402Facilitator (the protocol's reference implementation) as a FacilitatorClient,
+ * with the exact EVM scheme verifying each EIP-3009 payment once (see ExactEip3009Scheme).
+ */
 export function inProcessFacilitator(signer: SettlerSigner, network: Network): FacilitatorClient {
-  const facilitator = new x402Facilitator().register(network, new ExactEvmScheme(signer));
+  const facilitator = new x402Facilitator().register(network, new ExactEip3009Scheme(signer));
   return {
     verify: (payload, requirements) =>
       failingOnTransportErrors(() => facilitator.verify(payload, requirements)),

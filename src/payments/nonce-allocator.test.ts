@@ -34,18 +34,57 @@ describe("NonceAllocator", () => {
     expect(sent).toEqual([0, 5, 6]);
   });
 
-  it("keeps going after a failure among concurrent sends", async () => {
+  it("fills the gap a refused send leaves before accepted ones, then follows the chain", async () => {
     let chainNonce = 3;
-    const allocator = new NonceAllocator(async () => chainNonce);
-    const results = await Promise.allSettled(
-      [false, true, false, false].map((fail) =>
-        allocator.send(async (nonce) => {
-          if (fail) throw new Error("rejected");
-          chainNonce = nonce + 1;
-          return nonce;
-        }),
-      ),
+    const filled: number[] = [];
+    const allocator = new NonceAllocator(
+      async () => chainNonce,
+      async (nonce) => {
+        filled.push(nonce);
+      },
     );
-    expect(results.map((r) => (r.status === "fulfilled" ? r.value : "failed"))).toEqual([3, "failed", 4, 5]);
+    const broadcast = (fail: boolean) => async (nonce: number) => {
+      if (fail) throw new Error("rejected");
+      chainNonce = nonce + 1;
+      return nonce;
+    };
+    // Sent in one tick: one group with nonces 3..6, the second refused.
+    const results = await Promise.allSettled(
+      [false, true, false, false].map((fail) => allocator.send(broadcast(fail))),
+    );
+    expect(results.map((r) => (r.status === "fulfilled" ? r.value : "failed"))).toEqual([3, "failed", 5, 6]);
+    expect(filled).toEqual([4]);
+    // The next send re-reads the chain (7) instead of trusting the counter.
+    chainNonce = 9;
+    expect(await allocator.send(broadcast(false))).toBe(9);
+  });
+
+  it("groups the sends that arrive while a group is in flight, in arrival order", async () => {
+    const allocator = new NonceAllocator(async () => 0);
+    const groups: number[][] = [];
+    let current: number[] = [];
+    const broadcast = async (nonce: number) => {
+      current.push(nonce);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (current.length > 0) groups.push(current);
+      current = [];
+      return nonce;
+    };
+    const first = allocator.send(broadcast);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    const rest = [1, 2, 3].map(() => allocator.send(broadcast));
+    expect(await Promise.all([first, ...rest])).toEqual([0, 1, 2, 3]);
+    expect(groups).toEqual([[0], [1, 2, 3]]);
+  });
+
+  it("refuses the whole group when the chain cannot tell the nonce, and reads it again next time", async () => {
+    let reads = 0;
+    const allocator = new NonceAllocator(async () => {
+      reads++;
+      if (reads === 1) throw new Error("rpc down");
+      return 11;
+    });
+    await expect(allocator.send(async (nonce) => nonce)).rejects.toThrow("rpc down");
+    expect(await allocator.send(async (nonce) => nonce)).toBe(11);
   });
 });

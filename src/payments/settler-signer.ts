@@ -1,26 +1,65 @@
 import type { ExactEvmScheme } from "@x402/evm/exact/facilitator";
-import { type Chain, createPublicClient, createWalletClient, defineChain, http } from "viem";
+import {
+  type Chain,
+  concatHex,
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  encodeFunctionData,
+  formatTransactionReceipt,
+  type Hex,
+  hexToBigInt,
+  http,
+  keccak256,
+  type TransactionReceipt,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { type RawReceipt, ReceiptWatcher } from "../chain/receipt-watcher.ts";
 import { recordingTransportFailures as tracked } from "../chain/transport-failures.ts";
 import { NonceAllocator } from "./nonce-allocator.ts";
 
 type FacilitatorEvmSigner = ConstructorParameters<typeof ExactEvmScheme>[0];
 
-export interface SettlerSigner extends FacilitatorEvmSigner {
-  readonly address: `0x${string}`;
-  /** Latest block number: the chain health probe. */
-  blockNumber(): Promise<bigint>;
+export interface ContractCall {
+  address: Hex;
+  abi: readonly unknown[];
+  functionName: string;
+  args: readonly unknown[];
+  dataSuffix?: Hex;
 }
 
+export interface SettlerSigner extends FacilitatorEvmSigner {
+  readonly address: Hex;
+  /** Latest block number: the chain health probe. */
+  blockNumber(): Promise<bigint>;
+  /** The gas a call from the settler would use; throws with the revert when it would fail (a simulation). */
+  estimateContractGas(call: ContractCall): Promise<bigint>;
+  /** Signs a contract call locally and broadcasts it: one RPC call (nonce from the allocator, fees cached). */
+  sendContractCall(call: ContractCall & { gas: bigint }): Promise<Hex>;
+}
+
+/** A gas limit from an estimate: a quarter more, plus a fresh storage slot (payTo's balance may have been emptied). */
+export const gasLimitFor = (estimate: bigint) => (estimate * 5n) / 4n + 25_000n;
+
+/** Fees are read at most this often (in block-time units of the polling interval), shared by all settlements. */
+const FEE_READS_PER_POLL = 4;
+
+type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint };
+
 /**
- * The in-process facilitator's chain access: reads and signature checks through the RPC,
- * settlement transactions signed with the operator's key and sent through a NonceAllocator.
+ * The in-process facilitator's chain access: reads through one keep-alive, batching RPC client,
+ * settlement transactions signed locally and sent through a NonceAllocator, receipts awaited by
+ * one batched poller.
+ *
+ * Per settlement this costs one eth_sendRawTransaction and a share of the batched receipt polls:
+ * no eth_chainId, fee or nonce lookups per transaction (viem's writeContract makes those), and
+ * fees are read at most every few polling intervals with a margin of twice the base fee.
  */
 export function createSettlerSigner(options: {
-  privateKey: `0x${string}`;
+  privateKey: Hex;
   rpcUrl: string;
   chainId: number;
-  /** Receipt polling: Base makes a block every 2 s, so viem's default 1 s poll adds up to a second. */
+  /** Receipt polling: tune to the chain's block time (a fresh transaction is checked at once anyway). */
   pollingIntervalMs: number;
   rpcTimeoutMs?: number;
   /** How long to wait for a settlement's receipt. */
@@ -33,33 +72,181 @@ export function createSettlerSigner(options: {
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [options.rpcUrl] } },
   });
+  // Calls made in the same tick travel as one JSON-RPC batch over a kept-alive connection.
   // Transient RPC errors (5xx, 429, resets) are retried, so one lost poll does not orphan a settlement.
-  const transport = http(options.rpcUrl, { timeout: options.rpcTimeoutMs ?? 10_000, retryCount: 2 });
+  const transport = http(options.rpcUrl, {
+    timeout: options.rpcTimeoutMs ?? 10_000,
+    retryCount: 2,
+    batch: { wait: 0 },
+  });
+  // Broadcasts are never retried by the transport: an unanswered send is an unknown outcome.
+  const sendTransport = http(options.rpcUrl, {
+    timeout: options.rpcTimeoutMs ?? 10_000,
+    retryCount: 0,
+    batch: { wait: 0 },
+  });
   const publicClient = createPublicClient({ chain, transport, pollingInterval: options.pollingIntervalMs });
+  const sender = createPublicClient({ chain, transport: sendTransport });
   const walletClient = createWalletClient({ chain, transport, account });
-  const nonces = new NonceAllocator(() =>
-    publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
+  const receipts = new ReceiptWatcher(
+    (hashes) =>
+      Promise.all(
+        hashes.map(
+          (hash) =>
+            publicClient.request({
+              method: "eth_getTransactionReceipt",
+              params: [hash],
+            }) as Promise<RawReceipt | null>,
+        ),
+      ),
+    options.pollingIntervalMs,
   );
+
+  let fees: { value: Promise<Fees>; readAt: number } | undefined;
+  const currentFees = (): Promise<Fees> => {
+    const now = Date.now();
+    if (!fees || now - fees.readAt > options.pollingIntervalMs * FEE_READS_PER_POLL) {
+      const value = readFees();
+      fees = { value, readAt: now };
+      value.catch(() => {
+        if (fees?.value === value) fees = undefined;
+      });
+    }
+    return fees.value;
+  };
+  const readFees = async (): Promise<Fees> => {
+    const [block, tip] = await Promise.all([
+      publicClient.getBlock({ blockTag: "latest" }),
+      publicClient
+        .request({ method: "eth_maxPriorityFeePerGas" })
+        .then((value) => hexToBigInt(value))
+        .catch(() => undefined),
+    ]);
+    if (block.baseFeePerGas == null) return { gasPrice: await publicClient.getGasPrice() };
+    const maxPriorityFeePerGas = tip ?? 1_000_000n;
+    // Twice the base fee survives several blocks of rising fees while the cached value is used.
+    return { maxFeePerGas: 2n * block.baseFeePerGas + maxPriorityFeePerGas, maxPriorityFeePerGas };
+  };
+
+  function signTransaction(tx: { to: Hex; data: Hex; gas: bigint; nonce: number; fee: Fees }): Promise<Hex> {
+    const { fee, ...rest } = tx;
+    return account.signTransaction({
+      chainId: options.chainId,
+      value: 0n,
+      ...rest,
+      ...("gasPrice" in fee ? { type: "legacy", gasPrice: fee.gasPrice } : { type: "eip1559", ...fee }),
+    });
+  }
+
+  const calldata = (call: ContractCall): Hex => {
+    const data = encodeFunctionData({
+      // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
+      abi: call.abi as any,
+      functionName: call.functionName,
+      args: call.args,
+    });
+    return call.dataSuffix ? concatHex([data, call.dataSuffix]) : data;
+  };
+
+  const nonces = new NonceAllocator(
+    () => publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
+    // A refused send left a gap before accepted ones: a no-op transfer to itself takes the nonce.
+    async (nonce) => {
+      fees = undefined;
+      const signed = await signTransaction({
+        to: account.address,
+        data: "0x",
+        gas: 21_000n,
+        nonce,
+        fee: await currentFees(),
+      });
+      return sender.request({ method: "eth_sendRawTransaction", params: [signed] });
+    },
+  );
+
+  const estimateContractGas = (call: ContractCall) =>
+    tracked(() =>
+      publicClient.estimateGas({ account: account.address, to: call.address, data: calldata(call) }),
+    );
+
+  // On a chain that includes a transaction as it arrives (anvil; sequencers that answer with a
+  // preconfirmed receipt) the receipt exists when the send is answered: ask for it in the same
+  // JSON-RPC batch, and stop asking once it keeps coming back empty (a chain with block times).
+  const receiptsWithSend = new Map<Hex, RawReceipt>();
+  let askReceiptWithSend = true;
+  let emptyAnswers = 0;
+
+  const broadcast = async (to: Hex, data: Hex, gas: bigint): Promise<Hex> => {
+    const send = async () => {
+      const fee = await currentFees();
+      return nonces.send(async (nonce) => {
+        const signed = await signTransaction({ to, data, gas, nonce, fee });
+        const hash = keccak256(signed);
+        // Both requests leave in one batch, the send first.
+        const sending = sender.request({
+          method: "eth_sendRawTransaction",
+          params: [signed],
+        }) as Promise<Hex>;
+        const receipt = askReceiptWithSend
+          ? (sender.request({
+              method: "eth_getTransactionReceipt",
+              params: [hash],
+            }) as Promise<RawReceipt | null>)
+          : undefined;
+        let sent: Hex;
+        try {
+          sent = await sending;
+        } catch (error) {
+          receipt?.catch(() => undefined);
+          // The node already has this very transaction (a resent broadcast): it is sent.
+          if (!/already known|known transaction/i.test((error as Error).message)) throw error;
+          sent = hash;
+        }
+        const mined = await receipt?.catch(() => null);
+        if (mined) {
+          receiptsWithSend.set(sent, mined);
+          emptyAnswers = 0;
+        } else if (receipt && ++emptyAnswers >= 3) {
+          askReceiptWithSend = false;
+        }
+        return sent;
+      });
+    };
+    try {
+      return await send();
+    } catch (error) {
+      // A stale nonce or fee: the allocator has re-read the account's nonce; read fees anew, try once more.
+      fees = undefined;
+      if (/nonce|fee|underpriced/i.test((error as Error).message)) return send();
+      throw error;
+    }
+  };
 
   return {
     address: account.address,
     getAddresses: () => [account.address],
     blockNumber: () => publicClient.getBlockNumber({ cacheTime: 0 }),
+    estimateContractGas,
+    sendContractCall: (call) => tracked(() => broadcast(call.address, calldata(call), call.gas)),
     // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
     readContract: (args) => tracked(() => publicClient.readContract(args as any)),
     // biome-ignore lint/suspicious/noExplicitAny: as above.
     verifyTypedData: (args) => tracked(() => publicClient.verifyTypedData(args as any)),
     writeContract: (args) =>
-      tracked(() =>
-        // biome-ignore lint/suspicious/noExplicitAny: as above.
-        nonces.send((nonce) => walletClient.writeContract({ ...(args as any), nonce, chain, account })),
-      ),
+      tracked(async () => {
+        const call = { ...args, args: args.args } as ContractCall;
+        const gas = args.gas ?? gasLimitFor(await estimateContractGas(call));
+        return broadcast(call.address, calldata(call), gas);
+      }),
     sendTransaction: (args) =>
       tracked(() => nonces.send((nonce) => walletClient.sendTransaction({ ...args, nonce }))),
     waitForTransactionReceipt: (args) =>
-      tracked(() =>
-        publicClient.waitForTransactionReceipt({ hash: args.hash, timeout: options.confirmationTimeoutMs }),
-      ),
+      tracked(async () => {
+        const known = receiptsWithSend.get(args.hash);
+        receiptsWithSend.delete(args.hash);
+        const receipt = known ?? (await receipts.wait(args.hash, options.confirmationTimeoutMs));
+        return formatTransactionReceipt(receipt as never) as TransactionReceipt;
+      }),
     getCode: (args) => tracked(() => publicClient.getCode(args)),
   };
 }

@@ -1,0 +1,40 @@
+import type { Hex } from "viem";
+import { describe, expect, it } from "vitest";
+import { type RawReceipt, ReceiptTimeoutError, ReceiptWatcher } from "./receipt-watcher.ts";
+
+const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as Hex;
+const receipt = (h: Hex): RawReceipt => ({ transactionHash: h, status: "0x1" });
+
+describe("ReceiptWatcher", () => {
+  it("asks for the receipts of transactions handed over together in one batch, and again until they appear", async () => {
+    const batches: Hex[][] = [];
+    const mined = new Set<Hex>([hash(1)]);
+    const watcher = new ReceiptWatcher(async (hashes) => {
+      batches.push(hashes);
+      return hashes.map((h) => (mined.has(h) ? receipt(h) : null));
+    }, 30);
+    const waits = [1, 2, 3].map((n) => watcher.wait(hash(n), 5000));
+    expect(await waits[0]).toEqual(receipt(hash(1)));
+    mined.add(hash(2));
+    mined.add(hash(3));
+    expect(await Promise.all(waits.slice(1))).toEqual([receipt(hash(2)), receipt(hash(3))]);
+    expect(batches[0]).toEqual([hash(1), hash(2), hash(3)]);
+    expect(batches[1]).toEqual([hash(2), hash(3)]);
+  });
+
+  it("keeps polling after a failed poll: a lost answer does not orphan a settlement", async () => {
+    let calls = 0;
+    const watcher = new ReceiptWatcher(async (hashes) => {
+      calls++;
+      if (calls <= 2) throw new Error("connection reset");
+      return hashes.map(receipt);
+    }, 20);
+    expect(await watcher.wait(hash(7), 5000)).toEqual(receipt(hash(7)));
+    expect(calls).toBe(3);
+  });
+
+  it("gives up after the timeout with a ReceiptTimeoutError", async () => {
+    const watcher = new ReceiptWatcher(async (hashes) => hashes.map(() => null), 10);
+    await expect(watcher.wait(hash(9), 60)).rejects.toBeInstanceOf(ReceiptTimeoutError);
+  });
+});
