@@ -72,6 +72,9 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
     admit,
     jobHandler,
     available: search !== undefined,
+    ...(search
+      ? {}
+      : { catalogDetails: { unavailable: "no search provider configured (RESEARCH_SEARCH_PROVIDER)" } }),
     async probe() {
       if (!search) return "no search provider configured (RESEARCH_SEARCH_PROVIDER): requests answer 503";
       return `search ${search.provider}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
