@@ -1,5 +1,6 @@
 import { format } from "node:util";
 import { serve } from "@hono/node-server";
+import type { Logger } from "pino";
 import type { StartedOperation } from "./catalog/operation.ts";
 import { OPERATIONS } from "./catalog/registry.ts";
 import { ConfigError, loadConfig } from "./config.ts";
@@ -57,9 +58,14 @@ async function serveCommand(): Promise<void> {
     ].join("\n");
     process.stderr.write(`${banner}\n`);
   }
+  stopOnSignals(log, () => service.stop());
+}
+
+/** SIGTERM/SIGINT: run `stop` once, then exit 0 (or 1 when it failed). */
+function stopOnSignals(log: Logger, stop: () => Promise<unknown>): void {
   const shutdown = (signal: string) => {
     log.info({ signal }, "signal received");
-    service.stop().then(
+    stop().then(
       () => process.exit(0),
       (error) => {
         log.error({ err: error }, "shutdown failed");
@@ -112,22 +118,11 @@ async function workerCommand(): Promise<void> {
   }
   const worker = createWorker(config, store.jobs, handlers, log);
   await worker.start();
-  const shutdown = (signal: string) => {
-    log.info({ signal }, "signal received");
-    worker
-      .stop(config.shutdownTimeoutMs)
-      .then(() => Promise.all([...started.values()].map((operation) => operation.close?.())))
-      .then(() => store.close())
-      .then(
-        () => process.exit(0),
-        (error) => {
-          log.error({ err: error }, "shutdown failed");
-          process.exit(1);
-        },
-      );
-  };
-  process.once("SIGTERM", () => shutdown("SIGTERM"));
-  process.once("SIGINT", () => shutdown("SIGINT"));
+  stopOnSignals(log, async () => {
+    await worker.stop(config.shutdownTimeoutMs);
+    await Promise.all([...started.values()].map((operation) => operation.close?.()));
+    await store.close();
+  });
 }
 
 async function facilitatorCommand(args: string[]): Promise<void> {

@@ -12,7 +12,7 @@ import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { createTestDatabase, testDatabaseUrl } from "./helpers/postgres.ts";
 import { type Spawned, spawnUtility402, until, waitFor } from "./helpers/processes.ts";
 import { freePort, jsonPost, usdcBalances } from "./helpers/service.ts";
-import { QUESTION, type StandIns, startStandIns } from "./operations/research-brief-standins.ts";
+import { QUESTION, researchEnv, type StandIns, startStandIns } from "./operations/research-brief-standins.ts";
 
 const CSV_CLEANUP_PRICE = 2_000_000n;
 
@@ -35,15 +35,7 @@ describe.runIf(databaseUrl)("scale-out: API instances and workers sharing one Po
   let standIns: StandIns;
   const workers: Spawned[] = [];
 
-  const research = () => ({
-    RESEARCH_SEARCH_PROVIDER: "searxng",
-    RESEARCH_SEARCH_URL: standIns.searchUrl,
-    RESEARCH_LLM_BASE_URL: standIns.modelUrl,
-    RESEARCH_LLM_MODEL: "standin-model-1",
-    RESEARCH_FETCH_ALLOW_HOSTS: "127.0.0.1",
-    // Short, so a killed worker's jobs are taken again soon.
-    JOB_LEASE_SECONDS: "5",
-  });
+  const research = () => researchEnv(standIns, { leaseSeconds: "5" });
   const startWorker = () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-worker-"));
     dirs.push(dataDir);
@@ -144,6 +136,8 @@ describe.runIf(databaseUrl)("scale-out: API instances and workers sharing one Po
         base: instances[i % 2] as string,
         question: `${QUESTION} (job ${i})`,
       }));
+      standIns.hangModel = 1;
+      const hungModelCall = standIns.nextModelRequest();
       const accepted = await Promise.all(
         submissions.map(({ payer, base, question }) =>
           payer.fetch(`${base}/v1/research-brief`, jsonPost({ question })),
@@ -155,20 +149,26 @@ describe.runIf(databaseUrl)("scale-out: API instances and workers sharing one Po
       );
       expect(new Set(jobIds).size).toBe(RESEARCH_JOBS);
 
-      // Kill a worker the hard way while it holds a running job.
-      const victim = await until("a worker to hold a running job", async () => {
-        const { rows } = await store.pool.query<{ lease_owner: string }>(
-          "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
+      // The first model request never gets an answer: its job stays running on its worker. Kill that
+      // worker the hard way, mid-job; then take stock of every job it held when it died.
+      await hungModelCall;
+      const hungJob = jobIds[Number(/\(job (\d+)\)/.exec(JSON.stringify(standIns.modelRequests[0]))?.[1])];
+      expect(hungJob).toBeDefined();
+      const victim = await until("the hung job's worker", async () => {
+        const { rows } = await store.pool.query<{ lease_owner: string | null }>(
+          "SELECT lease_owner FROM jobs WHERE id = $1 AND state = 'running'",
+          [hungJob],
         );
-        const pids = rows.map((row) => Number(row.lease_owner.split(":").at(-2)));
-        return [first, second].find((worker) => pids.includes(worker.child.pid as number));
+        const pid = Number(rows[0]?.lease_owner?.split(":").at(-2));
+        return [first, second].find((worker) => worker.child.pid === pid);
       });
+      victim.child.kill("SIGKILL");
+      await victim.stop();
       const held = await store.pool.query<{ id: string }>(
         "SELECT id FROM jobs WHERE state = 'running' AND lease_owner LIKE $1",
         [`%:${victim.child.pid}:%`],
       );
-      victim.child.kill("SIGKILL");
-      await victim.stop();
+      expect(held.rows.map((row) => row.id)).toContain(hungJob);
 
       // Any instance answers any job's poll; every job ends succeeded.
       const finished = await until(
@@ -191,7 +191,6 @@ describe.runIf(databaseUrl)("scale-out: API instances and workers sharing one Po
       expect(rows).toHaveLength(RESEARCH_JOBS);
       // The killed worker's jobs were taken again (a second attempt) and completed by the other one.
       const attempts = new Map(rows.map((row) => [row.id, row.attempts]));
-      expect(held.rows.length).toBeGreaterThan(0);
       for (const { id } of held.rows) expect(attempts.get(id)).toBe(2);
       for (const [id, count] of attempts) if (!held.rows.some((row) => row.id === id)) expect(count).toBe(1);
       // Charged once per job.

@@ -8,17 +8,9 @@ import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { openStore } from "../../src/store/open-store.ts";
 import { paymentKeyOf, spendNonceElsewhere, startFlakyRpc } from "../helpers/payment-faults.ts";
 import { freePort, jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
-import { QUESTION, type StandIns, startStandIns } from "./research-brief-standins.ts";
+import { QUESTION, researchEnv, type StandIns, startStandIns } from "./research-brief-standins.ts";
 
 const PRICE = 5_000_000n;
-
-const researchEnv = (standIns: StandIns) => ({
-  RESEARCH_SEARCH_PROVIDER: "searxng",
-  RESEARCH_SEARCH_URL: standIns.searchUrl,
-  RESEARCH_LLM_BASE_URL: standIns.modelUrl,
-  RESEARCH_LLM_MODEL: "standin-model-1",
-  RESEARCH_FETCH_ALLOW_HOSTS: "127.0.0.1",
-});
 
 async function pollUntilFinished(statusUrl: string) {
   for (let i = 0; i < 600; i++) {

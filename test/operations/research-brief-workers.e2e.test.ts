@@ -15,7 +15,7 @@ import {
   type TestService,
   usdcBalances,
 } from "../helpers/service.ts";
-import { QUESTION, type StandIns, startStandIns } from "./research-brief-standins.ts";
+import { QUESTION, researchEnv, type StandIns, startStandIns } from "./research-brief-standins.ts";
 
 const PRICE = 5_000_000n;
 const BIN = path.resolve("bin/utility402.js");
@@ -31,14 +31,7 @@ describe("research workers as separate processes", () => {
   const payer = createPayer(devPrivateKey(7));
   let balanceOf: ReturnType<typeof usdcBalances>;
 
-  const research = () => ({
-    RESEARCH_SEARCH_PROVIDER: "searxng",
-    RESEARCH_SEARCH_URL: standIns.searchUrl,
-    RESEARCH_LLM_BASE_URL: standIns.modelUrl,
-    RESEARCH_LLM_MODEL: "standin-model-1",
-    RESEARCH_FETCH_ALLOW_HOSTS: "127.0.0.1",
-    JOB_LEASE_SECONDS: LEASE_SECONDS,
-  });
+  const research = () => researchEnv(standIns, { leaseSeconds: LEASE_SECONDS });
 
   function startWorker(): ChildProcess {
     const child = spawn(process.execPath, [BIN, "worker"], {

@@ -5,7 +5,7 @@ import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { ResearchBriefResult } from "../../src/operations/research-brief/schema.ts";
 import { countWords } from "../../src/operations/research-brief/text.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
-import { QUESTION, type StandIns, startStandIns } from "./research-brief-standins.ts";
+import { QUESTION, researchEnv, type StandIns, startStandIns } from "./research-brief-standins.ts";
 
 const PRICE = 5_000_000n; // USD 5.00 in USDC atomic units
 const SETTLED = ["succeeded", "failed"];
@@ -29,14 +29,6 @@ async function pollJob(statusUrl: string, timeoutMs = 30_000) {
   throw new Error(`job at ${statusUrl} did not finish; statuses seen: ${seen.join(" → ")}`);
 }
 
-const researchEnv = (standIns: StandIns, withModel: boolean): Record<string, string> => ({
-  RESEARCH_SEARCH_PROVIDER: "searxng",
-  RESEARCH_SEARCH_URL: standIns.searchUrl,
-  // The stand-in pages live on loopback: allowed here, and only here (research-brief-ssrf.test.ts).
-  RESEARCH_FETCH_ALLOW_HOSTS: "127.0.0.1",
-  ...(withModel ? { RESEARCH_LLM_BASE_URL: standIns.modelUrl, RESEARCH_LLM_MODEL: "standin-model-1" } : {}),
-});
-
 describe("research-brief with a search provider and a model", () => {
   let standIns: StandIns;
   let service: TestService;
@@ -45,7 +37,7 @@ describe("research-brief with a search provider and a model", () => {
 
   beforeAll(async () => {
     standIns = await startStandIns();
-    service = await startTestService(researchEnv(standIns, true), { operations: [researchBrief] });
+    service = await startTestService(researchEnv(standIns), { operations: [researchBrief] });
     balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
   });
   afterAll(async () => {
@@ -190,7 +182,9 @@ describe("research-brief without a model: the extractive mode", () => {
 
   beforeAll(async () => {
     standIns = await startStandIns();
-    service = await startTestService(researchEnv(standIns, false), { operations: [researchBrief] });
+    service = await startTestService(researchEnv(standIns, { withModel: false }), {
+      operations: [researchBrief],
+    });
   });
   afterAll(async () => {
     await service?.stop();
