@@ -57,6 +57,8 @@ export class ExactEip3009Scheme implements SchemeNetworkFacilitator {
   private readonly reference: ExactEvmScheme;
   /** Verified payments not settled yet: key → estimated gas and until when the verification counts. */
   private readonly verified = new Map<string, { gas: bigint; until: number }>();
+  /** Sent settlements whose receipt did not come in time: key → transaction, so they are never sent twice. */
+  private readonly pending = new Map<string, Hex>();
 
   constructor(
     private readonly signer: SettlerSigner,
@@ -103,12 +105,14 @@ export class ExactEip3009Scheme implements SchemeNetworkFacilitator {
     requirements: PaymentRequirements,
     context?: FacilitatorContext,
   ): Promise<SettleResponse> {
+    // A transaction already sent for this payment is waited for, whatever the time now.
+    const known = this.plainTransfer(payload, requirements, { anyTime: true });
+    const sent = known && this.pending.get(known.key);
+    if (known && sent) return this.confirm(known, requirements, sent);
     const transfer = this.plainTransfer(payload, requirements);
     const gas = transfer && this.take(transfer.key);
     if (!transfer || gas === undefined) return this.reference.settle(payload, requirements, context);
 
-    const network = requirements.network;
-    const payer = transfer.from;
     let transaction: Hex;
     try {
       transaction = await this.signer.sendContractCall({ ...transfer.call, gas: gasLimitFor(gas) });
@@ -119,14 +123,31 @@ export class ExactEip3009Scheme implements SchemeNetworkFacilitator {
         errorReason: TRANSACTION_FAILED,
         errorMessage: (error as Error).message,
         transaction: "",
-        network,
-        payer,
+        network: requirements.network,
+        payer: transfer.from,
       };
     }
+    return this.confirm(transfer, requirements, transaction);
+  }
+
+  /**
+   * Waits for the settlement transaction. Without a receipt in time the answer is "pending" and the
+   * transaction is remembered: a settle of the same payment again (x402 core retries a pending
+   * settlement once; a client's retry may follow) waits for that transaction instead of sending the
+   * authorization a second time, which would revert after the first one paid.
+   */
+  private async confirm(
+    transfer: PlainTransfer,
+    requirements: PaymentRequirements,
+    transaction: Hex,
+  ): Promise<SettleResponse> {
+    const network = requirements.network;
+    const payer = transfer.from;
     let receipt: { status: string; logs?: readonly Log[] };
     try {
       receipt = await this.signer.waitForTransactionReceipt({ hash: transaction });
     } catch (error) {
+      this.rememberPending(transfer.key, transaction);
       return {
         success: false,
         errorReason: SETTLEMENT_PENDING,
@@ -136,6 +157,7 @@ export class ExactEip3009Scheme implements SchemeNetworkFacilitator {
         payer,
       };
     }
+    this.pending.delete(transfer.key);
     if (receipt.status !== "success") {
       return { success: false, errorReason: TRANSACTION_FAILED, transaction, network, payer };
     }
@@ -155,10 +177,18 @@ export class ExactEip3009Scheme implements SchemeNetworkFacilitator {
     return { success: true, transaction, network, payer };
   }
 
+  private rememberPending(key: string, transaction: Hex): void {
+    this.pending.delete(key);
+    this.pending.set(key, transaction);
+    while (this.pending.size > VERIFIED_LIMIT)
+      this.pending.delete(this.pending.keys().next().value as string);
+  }
+
   /** A plain EIP-3009 payment that matches the terms and is valid now; undefined for anything else. */
   private plainTransfer(
     payload: PaymentPayload,
     requirements: PaymentRequirements,
+    options: { anyTime?: boolean } = {},
   ): PlainTransfer | undefined {
     const raw = payload.payload as ExactEIP3009Payload;
     if (!isEIP3009Payload(raw) || !raw.signature || !/^0x[0-9a-fA-F]{130}$/.test(raw.signature))
@@ -171,9 +201,11 @@ export class ExactEip3009Scheme implements SchemeNetworkFacilitator {
     try {
       if (!isAddressEqual(authorization.to, requirements.payTo as Hex)) return undefined;
       if (BigInt(authorization.value) !== BigInt(requirements.amount)) return undefined;
-      if (BigInt(authorization.validBefore) < BigInt(nowSeconds + VALID_BEFORE_MARGIN_SECONDS))
-        return undefined;
-      if (BigInt(authorization.validAfter) > BigInt(nowSeconds)) return undefined;
+      if (!options.anyTime) {
+        if (BigInt(authorization.validBefore) < BigInt(nowSeconds + VALID_BEFORE_MARGIN_SECONDS))
+          return undefined;
+        if (BigInt(authorization.validAfter) > BigInt(nowSeconds)) return undefined;
+      }
       const { r, s, v, yParity } = parseSignature(raw.signature);
       const call: ContractCall = {
         address: requirements.asset as Hex,

@@ -356,9 +356,14 @@ export class PaymentGate {
       "\n",
     )[0] as string;
     log.warn({ reason: settlement.errorReason, detail: reason, resumed }, "settlement refused");
-    if (resumed) {
-      // The refusal may only mean that an earlier attempt's transfer landed: the token decides.
-      return this.resolveUnknown(identity, call, answer, { refusal: reason });
+    if (resumed || this.authorizations) {
+      // A refusal may hide a transfer that landed anyway (an earlier attempt's, or the same signed payment
+      // submitted by someone else first): where the chain can be asked, the token decides.
+      return this.resolveUnknown(identity, call, answer, {
+        refusal: reason,
+        refusalCode: settlement.errorReason,
+        firstAttempt: !resumed,
+      });
     }
     const rejected = this.rejected(call, settlement.errorReason ?? "settlement_failed", reason);
     return this.finish(identity, call, "failed", rejected.toResponse(operation.path), { error: reason });
@@ -373,7 +378,12 @@ export class PaymentGate {
     identity: PaymentIdentity,
     call: PaidCall,
     answer: StoredOutcome | null,
-    context: { refusal?: string; known?: AuthorizationOutcome } = {},
+    context: {
+      refusal?: string;
+      refusalCode?: string;
+      known?: AuthorizationOutcome;
+      firstAttempt?: boolean;
+    } = {},
   ): Promise<StoredOutcome> {
     let outcome: AuthorizationOutcome | undefined;
     try {
@@ -417,6 +427,13 @@ export class PaymentGate {
       return this.finish(identity, call, "failed", rejected.toResponse(call.operation.path), {
         error: message,
         txHash: outcome.transaction ?? null,
+      });
+    }
+    // Unused, and this very attempt was refused (nothing of it is pending): the refusal stands.
+    if (context.firstAttempt && context.refusal !== undefined) {
+      const rejected = this.rejected(call, context.refusalCode ?? "settlement_failed", context.refusal);
+      return this.finish(identity, call, "failed", rejected.toResponse(call.operation.path), {
+        error: context.refusal,
       });
     }
     // Unused. A transfer broadcast before validBefore cannot land after it (plus clock skew).
@@ -575,8 +592,28 @@ export class PaymentGate {
     outcome: StoredOutcome,
     extra: { txHash?: string | null; error?: string } = {},
   ): Promise<StoredOutcome> {
-    await call.onFinal?.(identity.paymentKey, state);
-    const completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
+    let completed: boolean;
+    if (state === "settled") {
+      // Money moved: queue what it paid for before the ledger says so (a crash in between is resumed and
+      // settles to the same transfer). Should the store fail now, the client must not read "nothing was
+      // charged": the payment stays open and its retry delivers the kept answer, charged once.
+      try {
+        await call.onFinal?.(identity.paymentKey, state);
+        completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
+      } catch (error) {
+        call.log.error({ err: error }, "settled, but the outcome could not be recorded");
+        await this.store.releaseLease(identity.paymentKey).catch(() => undefined);
+        throw paymentsUnavailable(
+          "the payment was settled but its outcome could not be recorded; retry the same request with the same " +
+            "payment to receive the result; it is charged at most once",
+        );
+      }
+    } else {
+      // Nothing was charged: drop what the payment would have paid for only once the ledger says so, so a
+      // later attempt that does settle it (a resume) still finds its job.
+      completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
+      if (completed) await call.onFinal?.(identity.paymentKey, state);
+    }
     if (!completed) {
       // Another attempt (one that outlived its lease) made the payment final first: its outcome stands.
       const record = await this.store.getPayment(identity.paymentKey);

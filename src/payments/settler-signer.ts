@@ -1,5 +1,6 @@
 import type { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import {
+  BaseError,
   type Chain,
   concatHex,
   createPublicClient,
@@ -15,7 +16,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type RawReceipt, ReceiptWatcher } from "../chain/receipt-watcher.ts";
-import { recordingTransportFailures as tracked } from "../chain/transport-failures.ts";
+import { isTransportError, recordingTransportFailures as tracked } from "../chain/transport-failures.ts";
 import { NonceAllocator } from "./nonce-allocator.ts";
 
 type FacilitatorEvmSigner = ConstructorParameters<typeof ExactEvmScheme>[0];
@@ -215,9 +216,13 @@ export function createSettlerSigner(options: {
     try {
       return await send();
     } catch (error) {
-      // A stale nonce or fee: the allocator has re-read the account's nonce; read fees anew, try once more.
       fees = undefined;
-      if (/nonce|fee|underpriced/i.test((error as Error).message)) return send();
+      // A transport failure may hide an accepted broadcast: never send the authorization again (a second
+      // transaction would revert after the first paid); the failure is recorded and the outcome is unknown.
+      if (isTransportError(error)) throw error;
+      // The node refused a stale nonce or fee: the allocator has re-read the account's nonce; read fees
+      // anew, try once more. Only the node's own words count (a viem message also quotes the request).
+      if (/nonce|fee|underpriced/i.test(nodeMessage(error))) return send();
       throw error;
     }
   };
@@ -249,4 +254,10 @@ export function createSettlerSigner(options: {
       }),
     getCode: (args) => tracked(() => publicClient.getCode(args)),
   };
+}
+
+/** What the node said about a refused call: viem's short message and details, not the quoted request. */
+function nodeMessage(error: unknown): string {
+  if (error instanceof BaseError) return `${error.shortMessage} ${error.details ?? ""}`;
+  return error instanceof Error ? error.message : String(error);
 }

@@ -188,14 +188,14 @@ export async function buildProduct(slug: ProductSlug, settings: BuildSettings): 
     const manifest = Buffer.from(`${JSON.stringify({ product: slug, version, files }, null, 2)}\n`);
     const manifestSha256 = createHash("sha256").update(manifest).digest("hex");
 
-    const file = releaseFileName(slug, version);
-    const target = path.join(settings.releasesDir, file);
     if (
       "descriptor" in existing &&
-      existing.descriptor.file === file &&
+      existing.descriptor.version === version &&
       existing.descriptor.manifestSha256 === manifestSha256
     ) {
-      const actual = await hashFile(target).catch(() => undefined);
+      const actual = await hashFile(path.join(settings.releasesDir, existing.descriptor.file)).catch(
+        () => undefined,
+      );
       if (actual?.sha256 === existing.descriptor.sha256) {
         const descriptor = { ...existing.descriptor, ...(inputsSha256 ? { inputsSha256 } : {}) };
         writeDescriptor(settings.releasesDir, descriptor);
@@ -204,11 +204,13 @@ export async function buildProduct(slug: ProductSlug, settings: BuildSettings): 
     }
 
     fs.mkdirSync(settings.releasesDir, { recursive: true });
-    // Written aside and renamed into place: a download never sees a half-written archive.
-    const partial = `${target}.${process.pid}.partial`;
+    // Written aside and renamed into place under a name that holds its digest: a download never sees a
+    // half-written archive, and an archive already sold is never replaced (replays still find it).
+    const partial = path.join(settings.releasesDir, `${slug}.${process.pid}.partial`);
     await writeDeterministicZip([...entries, { path: "MANIFEST.json", data: manifest }], partial);
     const { size, sha256 } = await hashFile(partial);
-    fs.renameSync(partial, target);
+    const file = releaseFileName(slug, version, sha256);
+    fs.renameSync(partial, path.join(settings.releasesDir, file));
     const descriptor: ReleaseDescriptor = {
       product: slug,
       version,

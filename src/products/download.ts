@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { Readable } from "node:stream";
-import { DOWNLOAD_TOKEN_HEADER } from "../payments/paid-call.ts";
+import { DOWNLOAD_TOKEN_HEADER, PAYMENT_RESPONSE_HEADER } from "../payments/paid-call.ts";
 import { Problem } from "../problem.ts";
 import type { FileBody, StoredOutcome } from "../store/store.ts";
 
@@ -98,14 +98,29 @@ export async function fileResponse(
       throw new Error(`size ${stat.size}, expected ${file.size}`);
     }
   } catch (error) {
+    // The payment may already be settled: the 503 carries its receipt and the download token, without
+    // which a retry after the first two minutes could not prove it is the buyer's.
+    const kept = Object.fromEntries(
+      [PAYMENT_RESPONSE_HEADER, DOWNLOAD_TOKEN_HEADER]
+        .map((name) => [name, headerOf(outcome.headers, name)] as const)
+        .filter((entry): entry is readonly [string, string] => entry[1] !== undefined),
+    );
     throw new Problem(
       503,
       "release-unavailable",
       "Release temporarily unavailable",
-      `the release file cannot be read (${(error as Error).message}); retry the same request with the same payment`,
-      { headers: { "retry-after": "30" } },
+      `the release file cannot be read (${(error as Error).message}); retry the same request with the same payment` +
+        ` (and its ${DOWNLOAD_TOKEN_HEADER}) within the hour; it is charged once`,
+      { headers: { "retry-after": "30", ...kept } },
     );
   }
   const stream = handle.createReadStream({ start, end, autoClose: true });
   return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { status, headers });
+}
+
+/** A stored header by name, whatever its case. */
+function headerOf(headers: Record<string, string>, name: string): string | undefined {
+  const wanted = name.toLowerCase();
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === wanted) return value;
+  return undefined;
 }

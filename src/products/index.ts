@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineOperation, type StartedOperation } from "../catalog/operation.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/paid-call.ts";
 import type { ProductSlug } from "./build.ts";
-import { ReleaseShelf, readDescriptor } from "./release.ts";
+import { downloadFileName, ReleaseShelf, readDescriptor } from "./release.ts";
 
 const NoInput = z.strictObject({});
 const ZipArchive = z.string().meta({ format: "binary", description: "A ZIP archive." });
@@ -86,7 +86,7 @@ async function startProduct(
         body: null,
         file: { path: file.path, size: file.size, sha256: file.sha256 },
         headers: {
-          "content-disposition": `attachment; filename="${file.descriptor.file}"`,
+          "content-disposition": `attachment; filename="${downloadFileName(file.descriptor)}"`,
           // Resuming this download after two minutes needs this secret as well as the (public) payment.
           [DOWNLOAD_TOKEN_HEADER]: randomBytes(24).toString("base64url"),
         },

@@ -9,7 +9,10 @@ import { hashFile } from "./zip.ts";
 export const ReleaseDescriptor = z.object({
   product: z.string(),
   version: z.string(),
-  /** The archive's file name inside the release folder, versioned: `<slug>-<version>.zip`. */
+  /**
+   * The archive's file name inside the release folder: `<slug>-<version>-<sha256 prefix>.zip`. The
+   * content is in the name, so a rebuild never overwrites an archive a sold payment still points to.
+   */
   file: z.string().regex(/^[A-Za-z0-9._-]+\.zip$/),
   size: z.number().int().min(0),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
@@ -25,7 +28,11 @@ export const ReleaseDescriptor = z.object({
 });
 export type ReleaseDescriptor = z.infer<typeof ReleaseDescriptor>;
 
-export const releaseFileName = (slug: string, version: string) => `${slug}-${version}.zip`;
+export const releaseFileName = (slug: string, version: string, sha256: string) =>
+  `${slug}-${version}-${sha256.slice(0, 16)}.zip`;
+/** The name a buyer's download is saved under (Content-Disposition): `<slug>-<version>.zip`. */
+export const downloadFileName = (descriptor: Pick<ReleaseDescriptor, "product" | "version">) =>
+  `${descriptor.product}-${descriptor.version}.zip`;
 export const descriptorPath = (releasesDir: string, slug: string) => path.join(releasesDir, `${slug}.json`);
 
 /** The descriptor of a product's current release, or why there is none. */

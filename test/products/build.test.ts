@@ -68,13 +68,21 @@ describe("product builds", () => {
 
   it("builds all five products with versioned file names", () => {
     expect(first.map((o) => [o.product, o.state])).toEqual(PRODUCT_SLUGS.map((slug) => [slug, "built"]));
+    // Archive names hold the version and a digest prefix, so a rebuild never replaces a sold archive.
     expect(fs.readdirSync(releasesA).sort()).toEqual(
       [
-        ...REPOSITORY_PRODUCTS.map((slug) => `${slug}-1.0.0.zip`),
-        `${CLINICAL_PRODUCT}-2026-11-01.zip`,
+        ...first.map((o) =>
+          o.state === "unbuildable"
+            ? ""
+            : `${o.product}-${o.descriptor.version}-${o.descriptor.sha256.slice(0, 16)}.zip`,
+        ),
         ...PRODUCT_SLUGS.map((slug) => `${slug}.json`),
       ].sort(),
     );
+    expect(first.map((o) => (o.state === "unbuildable" ? "" : o.descriptor.version))).toEqual([
+      ...REPOSITORY_PRODUCTS.map(() => "1.0.0"),
+      "2026-11-01",
+    ]);
   });
 
   it("two builds are byte-identical, and a rebuild leaves an identical release alone", async () => {

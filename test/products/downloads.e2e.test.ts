@@ -94,7 +94,9 @@ describe("product downloads on the local chain", () => {
       expect(response.status).toBe(200);
       expect(response.headers.get("content-type")).toBe("application/zip");
       expect(response.headers.get("content-length")).toBe(String(descriptor.size));
-      expect(response.headers.get("content-disposition")).toBe(`attachment; filename="${descriptor.file}"`);
+      expect(response.headers.get("content-disposition")).toBe(
+        `attachment; filename="${slug}-${descriptor.version}.zip"`,
+      );
       expect(response.headers.get("etag")).toBe(`"${descriptor.sha256}"`);
       expect(response.headers.get("accept-ranges")).toBe("bytes");
       expect(paymentReceipt(response)).toMatchObject({ success: true, network: "eip155:8453" });
@@ -232,6 +234,33 @@ describe("product downloads on the local chain", () => {
     const tooLate = await fetch(url(slug), { headers: { ...payment, [DOWNLOAD_TOKEN_HEADER]: token } });
     expect(tooLate.status).toBe(409);
     expect((await tooLate.json()).type).toBe("urn:utility402:problem:payment-already-used");
+    clockOffset = 0;
+  });
+
+  it("a paid download whose file vanished after settlement answers 503 with its receipt and download token", async () => {
+    const slug = "agent-safe-paid-work-kit";
+    const payment = await signFor(slug);
+    const first = await fetch(url(slug), { headers: payment });
+    expect(first.status).toBe(200);
+    await first.arrayBuffer();
+    const token = first.headers.get(DOWNLOAD_TOKEN_HEADER) as string;
+    const file = archivePath(slug);
+    fs.renameSync(file, `${file}.aside`);
+    try {
+      const retry = await fetch(url(slug), { headers: { ...payment, range: "bytes=0-9" } });
+      expect(retry.status).toBe(503);
+      expect(retry.headers.get("retry-after")).toBe("30");
+      // Without these the buyer could not resume after the first two minutes.
+      expect(retry.headers.get(DOWNLOAD_TOKEN_HEADER)).toBe(token);
+      expect(paymentReceipt(retry)).toMatchObject({ success: true });
+    } finally {
+      fs.renameSync(`${file}.aside`, file);
+    }
+    clockOffset = 30 * 60_000;
+    const resumed = await fetch(url(slug), {
+      headers: { ...payment, range: "bytes=0-9", [DOWNLOAD_TOKEN_HEADER]: token },
+    });
+    expect(resumed.status).toBe(206);
     clockOffset = 0;
   });
 

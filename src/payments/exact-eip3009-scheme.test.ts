@@ -1,0 +1,153 @@
+import { x402ResourceServer } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { encodeAbiParameters, encodeEventTopics, type Hex, parseAbi } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { describe, expect, it } from "vitest";
+import { devPrivateKey } from "../chain/dev-accounts.ts";
+import { ReceiptTimeoutError } from "../chain/receipt-watcher.ts";
+import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../config.ts";
+import { inProcessFacilitator } from "./facilitator.ts";
+import type { SettlerSigner } from "./settler-signer.ts";
+
+const network = BASE_NETWORK as `${string}:${string}`;
+const payTo = "0x1111111111111111111111111111111111111111";
+const payer = privateKeyToAccount(devPrivateKey(2));
+const FIRST_TX = `0x${"aa".repeat(32)}` as Hex;
+const TRANSFER = parseAbi(["event Transfer(address indexed from, address indexed to, uint256 value)"]);
+
+const requirements: PaymentRequirements = {
+  scheme: "exact",
+  network,
+  asset: BASE_USDC_ADDRESS,
+  amount: "1000",
+  payTo,
+  maxTimeoutSeconds: 300,
+  extra: { name: "USD Coin", version: "2" },
+};
+
+async function signedPayment(): Promise<PaymentPayload> {
+  const now = Math.floor(Date.now() / 1000);
+  const authorization = {
+    from: payer.address,
+    to: payTo as Hex,
+    value: "1000",
+    validAfter: String(now - 60),
+    validBefore: String(now + 300),
+    nonce: `0x${"11".repeat(32)}` as Hex,
+  };
+  const signature = await payer.signTypedData({
+    domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: BASE_USDC_ADDRESS },
+    types: {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "TransferWithAuthorization",
+    message: {
+      ...authorization,
+      value: 1000n,
+      validAfter: BigInt(authorization.validAfter),
+      validBefore: BigInt(authorization.validBefore),
+    },
+  });
+  return { x402Version: 2, accepted: requirements, payload: { signature, authorization } } as PaymentPayload;
+}
+
+/** The receipt of the one transfer the payment authorizes, as the chain would log it. */
+const paidReceipt = () => ({
+  status: "success",
+  logs: [
+    {
+      address: BASE_USDC_ADDRESS,
+      topics: encodeEventTopics({
+        abi: TRANSFER,
+        eventName: "Transfer",
+        args: { from: payer.address, to: payTo },
+      }),
+      data: encodeAbiParameters([{ type: "uint256" }], [1000n]),
+      blockNumber: 1n,
+      transactionHash: FIRST_TX,
+      logIndex: 0,
+      blockHash: `0x${"cc".repeat(32)}`,
+      transactionIndex: 0,
+      removed: false,
+    },
+  ],
+});
+
+/**
+ * A settler whose first receipt wait times out (the transaction landed; its receipt was slow), and
+ * whose later waits answer `laterReceipt`. It records every broadcast.
+ */
+function slowReceiptSigner(laterReceipt: () => unknown) {
+  const broadcasts: string[] = [];
+  let waits = 0;
+  const signer = {
+    address: "0x2222222222222222222222222222222222222222",
+    getAddresses: () => ["0x2222222222222222222222222222222222222222"],
+    getCode: async ({ address }: { address: string }) =>
+      address.toLowerCase() === BASE_USDC_ADDRESS.toLowerCase() ? "0x6080" : undefined,
+    readContract: async () => true,
+    verifyTypedData: async () => true,
+    blockNumber: async () => 1n,
+    estimateContractGas: async () => 60_000n,
+    sendContractCall: async () => {
+      broadcasts.push("fast path");
+      return FIRST_TX;
+    },
+    writeContract: async () => {
+      broadcasts.push("reference scheme");
+      return `0x${"bb".repeat(32)}`;
+    },
+    sendTransaction: async () => {
+      throw new Error("not used");
+    },
+    waitForTransactionReceipt: async ({ hash }: { hash: Hex }) => {
+      if (waits++ === 0) throw new ReceiptTimeoutError(hash, 30_000);
+      return laterReceipt();
+    },
+  } as unknown as SettlerSigner;
+  return { signer, broadcasts };
+}
+
+describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", () => {
+  it("waits for the transaction it sent when the settlement is retried, and never sends the authorization twice", async () => {
+    const { signer, broadcasts } = slowReceiptSigner(paidReceipt);
+    const server = new x402ResourceServer(inProcessFacilitator(signer, network)).register(
+      network,
+      new ExactEvmScheme(),
+    );
+    await server.initialize();
+    const payment = await signedPayment();
+    expect((await server.verifyPayment(payment, requirements)).isValid).toBe(true);
+    // x402 core retries a pending settlement once by itself: the retry waits for the first transaction.
+    const settled = await server.settlePayment(payment, requirements);
+    expect(settled).toMatchObject({ success: true, transaction: FIRST_TX });
+    expect(broadcasts).toEqual(["fast path"]);
+  });
+
+  it("answers pending again, with the same transaction, while the receipt is still missing", async () => {
+    const { signer, broadcasts } = slowReceiptSigner(() => {
+      throw new ReceiptTimeoutError(FIRST_TX, 30_000);
+    });
+    const server = new x402ResourceServer(inProcessFacilitator(signer, network)).register(
+      network,
+      new ExactEvmScheme(),
+    );
+    await server.initialize();
+    const payment = await signedPayment();
+    await server.verifyPayment(payment, requirements);
+    const outcome = await server.settlePayment(payment, requirements).then(
+      (result) => result,
+      (error: { errorReason?: string; transaction?: string }) => error,
+    );
+    expect(outcome).toMatchObject({ errorReason: "settlement_pending", transaction: FIRST_TX });
+    expect(broadcasts).toEqual(["fast path"]);
+  });
+});
