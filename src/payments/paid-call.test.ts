@@ -1,0 +1,160 @@
+import { encodePaymentSignatureHeader } from "@x402/core/http";
+import type { x402ResourceServer } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
+import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../config.ts";
+import { Metrics } from "../metrics.ts";
+import { csvCleanup } from "../operations/csv-cleanup/index.ts";
+import { SqliteStore } from "../store/sqlite/sqlite-store.ts";
+import type { PaymentState } from "../store/store.ts";
+import { type PaidCall, PaymentGate } from "./paid-call.ts";
+import type { PaymentTerms } from "./terms.ts";
+
+const TX = `0x${"ab".repeat(32)}` as const;
+const requirements: PaymentRequirements = {
+  scheme: "exact",
+  network: BASE_NETWORK as `${string}:${string}`,
+  asset: BASE_USDC_ADDRESS,
+  amount: "2000000",
+  payTo: "0x1111111111111111111111111111111111111111",
+  maxTimeoutSeconds: 120,
+  extra: { name: "USD Coin", version: "2" },
+};
+const terms: PaymentTerms = {
+  requirements,
+  paymentRequired: { x402Version: 2, resource: { url: "http://x/v1/csv-cleanup" }, accepts: [requirements] },
+  header: "terms",
+} as unknown as PaymentTerms;
+
+let nonce = 0;
+/** A well-formed exact payment (the resource server below is a stand-in: nothing checks the signature). */
+function paymentHeader(): string {
+  nonce++;
+  const payload: PaymentPayload = {
+    x402Version: 2,
+    accepted: requirements,
+    payload: {
+      signature: `0x${"11".repeat(65)}`,
+      authorization: {
+        from: "0x2222222222222222222222222222222222222222",
+        to: requirements.payTo,
+        value: requirements.amount,
+        validAfter: "0",
+        validBefore: String(Math.floor(Date.now() / 1000) + 600),
+        nonce: `0x${nonce.toString(16).padStart(64, "0")}`,
+      },
+    },
+  } as PaymentPayload;
+  return encodePaymentSignatureHeader(payload);
+}
+
+/** A resource server that verifies everything and settles as told. */
+const resourceServer = (settle: () => Promise<unknown>) =>
+  ({
+    initialize: async () => {},
+    findMatchingRequirements: () => requirements,
+    verifyPayment: async () => ({ isValid: true }),
+    settlePayment: settle,
+  }) as unknown as x402ResourceServer;
+
+const checker = (outcome: AuthorizationOutcome): AuthorizationChecker => ({ check: async () => outcome });
+
+const stores: SqliteStore[] = [];
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+});
+
+function setup(options: { settle: () => Promise<unknown>; authorizations?: AuthorizationChecker }) {
+  const store = new SqliteStore(":memory:");
+  stores.push(store);
+  const gate = new PaymentGate({
+    resourceServer: resourceServer(options.settle),
+    store,
+    metrics: new Metrics(),
+    authorizations: options.authorizations,
+    settlementTimeoutMs: 1000,
+  });
+  const finals: { state: PaymentState; ledger: PaymentState | undefined }[] = [];
+  const call = (header: string): PaidCall => ({
+    operation: csvCleanup,
+    terms,
+    input: { rows: [{ id: "1" }] },
+    paymentHeader: header,
+    requestId: "req",
+    log: pino({ level: "silent" }),
+    run: async () => ({ body: { ok: true } }),
+    onFinal: async (paymentKey, state) => {
+      finals.push({ state, ledger: (await store.getPayment(paymentKey))?.state });
+    },
+  });
+  return { store, gate, call, finals };
+}
+
+const refused = async () => ({
+  success: false,
+  errorReason: "invalid_exact_evm_transaction_failed",
+  transaction: "",
+});
+
+describe("the paid-call pipeline around settlement", () => {
+  it("drops what an unpaid payment paid for only after the ledger says so", async () => {
+    const { gate, call, finals } = setup({ settle: refused });
+    const outcome = await gate.handle(call(paymentHeader()));
+    expect(outcome.status).toBe(402);
+    expect(finals).toEqual([{ state: "failed", ledger: "failed" }]);
+  });
+
+  it("queues what a settled payment paid for before the ledger says so", async () => {
+    const { gate, call, finals } = setup({
+      settle: async () => ({ success: true, transaction: TX, network: requirements.network }),
+    });
+    expect((await gate.handle(call(paymentHeader()))).status).toBe(200);
+    expect(finals).toEqual([{ state: "settled", ledger: "verified" }]);
+  });
+
+  it("asks the token about a first-attempt refusal: a transfer that landed anyway is settled and delivered", async () => {
+    const { gate, call, store } = setup({
+      settle: refused,
+      authorizations: checker({ state: "paid", transaction: TX }),
+    });
+    const header = paymentHeader();
+    const outcome = await gate.handle(call(header));
+    expect(outcome.status).toBe(200);
+    expect(JSON.parse(outcome.body)).toEqual({ ok: true });
+    const [record] = (await store.paymentCounts()).filter((row) => row.state === "settled");
+    expect(record?.count).toBe(1);
+  });
+
+  it("keeps the refusal when the token shows the authorization unused", async () => {
+    const { gate, call } = setup({ settle: refused, authorizations: checker({ state: "unused" }) });
+    const outcome = await gate.handle(call(paymentHeader()));
+    expect(outcome.status).toBe(402);
+    expect(JSON.parse(outcome.body).reason).toBe("invalid_exact_evm_transaction_failed");
+  });
+
+  it("a store failure after settlement answers 503 'retry the same payment', and the retry delivers, charged once", async () => {
+    const settle = async () => ({ success: true, transaction: TX, network: requirements.network });
+    const { gate, call, store } = setup({
+      settle,
+      authorizations: checker({ state: "paid", transaction: TX }),
+    });
+    const complete = store.completePayment.bind(store);
+    let failures = 1;
+    store.completePayment = async (...args) => {
+      if (failures-- > 0) throw new Error("connection reset");
+      return complete(...args);
+    };
+    const header = paymentHeader();
+    const first = await gate.handle(call(header));
+    expect(first.status).toBe(503);
+    const detail = JSON.parse(first.body).detail as string;
+    expect(detail).toContain("charged at most once");
+    expect(detail).not.toContain("nothing was charged");
+    const retry = await gate.handle(call(header));
+    expect(retry.status).toBe(200);
+    expect(JSON.parse(retry.body)).toEqual({ ok: true });
+    expect(await store.paymentCounts()).toEqual([{ operationId: "csv-cleanup", state: "settled", count: 1 }]);
+  });
+});
