@@ -157,4 +157,62 @@ describe("the paid-call pipeline around settlement", () => {
     expect(JSON.parse(retry.body)).toEqual({ ok: true });
     expect(await store.paymentCounts()).toEqual([{ operationId: "csv-cleanup", state: "settled", count: 1 }]);
   });
+
+  it("an attempt that outlived its lease does not settle: the attempt that took the payment over does, once", async () => {
+    const store = new SqliteStore(":memory:");
+    stores.push(store);
+    let clock = Date.now();
+    let settlements = 0;
+    const settle = async () => {
+      settlements++;
+      return { success: true, transaction: TX, network: requirements.network };
+    };
+    // Two instances on one store, one clock.
+    const gate = () =>
+      new PaymentGate({
+        resourceServer: resourceServer(settle),
+        store,
+        metrics: new Metrics(),
+        authorizations: checker({ state: "unused" }),
+        settlementTimeoutMs: 1000,
+        now: () => clock,
+      });
+    const [slowInstance, otherInstance] = [gate(), gate()];
+    let runStarted: () => void = () => {};
+    let finishSlowRun: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      runStarted = resolve;
+    });
+    const header = paymentHeader();
+    const slow = slowInstance.handle({
+      operation: csvCleanup,
+      terms,
+      input: { rows: [{ id: "1" }] },
+      paymentHeader: header,
+      requestId: "slow",
+      log: pino({ level: "silent" }),
+      run: () =>
+        new Promise((resolve) => {
+          finishSlowRun = () => resolve({ body: { by: "slow" } });
+          runStarted();
+        }),
+    });
+    await started;
+    clock += 200_000; // past the slow attempt's lease (152 s), within the authorization's validity (600 s)
+    const taken = await otherInstance.handle({
+      operation: csvCleanup,
+      terms,
+      input: { rows: [{ id: "1" }] },
+      paymentHeader: header,
+      requestId: "other",
+      log: pino({ level: "silent" }),
+      run: async () => ({ body: { by: "other" } }),
+    });
+    expect(taken.status, taken.body).toBe(200);
+    finishSlowRun();
+    const late = await slow;
+    expect(late.status).toBe(200);
+    expect(JSON.parse(late.body)).toEqual({ by: "other" });
+    expect(settlements).toBe(1);
+  });
 });

@@ -192,6 +192,7 @@ export class PaymentGate {
 
     await this.ensureInitialized();
     await this.verify(identity, call);
+    const lease = this.leaseUntil(call);
     const reservation = await this.store.reservePayment({
       paymentKey: identity.paymentKey,
       payloadHash: identity.payloadHash,
@@ -205,11 +206,11 @@ export class PaymentGate {
       nonce: identity.authorization.nonce.toLowerCase(),
       validBefore: Number(identity.authorization.validBefore),
       requestId: call.requestId,
-      leaseUntil: this.leaseUntil(call),
+      leaseUntil: lease,
     });
     if (!reservation.reserved) return this.repeat(reservation.existing, identity, call);
     this.metrics.paymentState(call.operation.id, "verified");
-    return this.track(identity.paymentKey, () => this.runAndSettle(identity, call, null, false));
+    return this.track(identity.paymentKey, () => this.runAndSettle(identity, call, null, false, lease));
   }
 
   /** Decodes and checks the payment header against the route's terms; 402 for anything unusable. */
@@ -288,13 +289,15 @@ export class PaymentGate {
   /**
    * Runs the operation (unless its answer is already kept from an earlier attempt), keeps the
    * answer, then settles. Status ≥ 400 releases the payment; an unknown settlement leaves it open.
-   * `resumed` says an earlier attempt may already have broadcast a settlement for this payment.
+   * `resumed` says an earlier attempt may already have broadcast a settlement for this payment;
+   * `lease` is the lease this attempt holds (it settles only while it still holds it).
    */
   private async runAndSettle(
     identity: PaymentIdentity,
     call: PaidCall,
     kept: StoredOutcome | null,
     resumed: boolean,
+    lease: number,
   ): Promise<StoredOutcome> {
     const { operation, log } = call;
     let answer = kept;
@@ -325,11 +328,17 @@ export class PaymentGate {
       };
       await this.store.recordPendingOutcome(identity.paymentKey, answer);
     }
-    // The operation took its time: the settlement gets a fresh lease so no one takes over meanwhile.
-    await this.store.renewLease(
+    // The operation took its time: the settlement gets a fresh lease so no one takes over meanwhile. If
+    // another attempt took the payment over while this one ran past its lease, that attempt settles it.
+    const renewed = await this.store.renewLease(
       identity.paymentKey,
+      lease,
       this.now() + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS,
     );
+    if (!renewed) {
+      log.warn("the payment's lease passed to another attempt while the operation ran: not settling here");
+      return this.waitForOutcome(identity.paymentKey);
+    }
 
     let settlement: SettleResponse;
     try {
@@ -522,8 +531,9 @@ export class PaymentGate {
     }
     const running = this.inflight.get(record.paymentKey);
     if (running) return replayed(await running);
-    if (await this.store.takeOverPayment(record.paymentKey, this.now(), this.leaseUntil(call))) {
-      return replayed(await this.track(record.paymentKey, () => this.resume(record, identity, call)));
+    const lease = this.leaseUntil(call);
+    if (await this.store.takeOverPayment(record.paymentKey, this.now(), lease)) {
+      return replayed(await this.track(record.paymentKey, () => this.resume(record, identity, call, lease)));
     }
     return replayed(await this.waitForOutcome(record.paymentKey));
   }
@@ -533,6 +543,7 @@ export class PaymentGate {
     record: PaymentRecord,
     identity: PaymentIdentity,
     call: PaidCall,
+    lease: number,
   ): Promise<StoredOutcome> {
     call.log.info({ paymentKey: record.paymentKey }, "resuming an unfinished payment");
     let outcome: AuthorizationOutcome | undefined;
@@ -552,7 +563,7 @@ export class PaymentGate {
         known: outcome,
       });
     }
-    return this.runAndSettle(identity, call, record.pendingOutcome, true);
+    return this.runAndSettle(identity, call, record.pendingOutcome, true, lease);
   }
 
   private async track(paymentKey: string, work: () => Promise<StoredOutcome>): Promise<StoredOutcome> {

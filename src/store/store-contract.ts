@@ -102,7 +102,9 @@ export function describeStoreContract(
       );
       expect(takers.filter(Boolean)).toHaveLength(1);
       expect((await store.getPayment(p.paymentKey))?.leaseUntil).toBe(20_000);
-      await store.renewLease(p.paymentKey, 30_000);
+      // Only the holder of the current lease renews it.
+      expect(await store.renewLease(p.paymentKey, 5_000, 25_000)).toBe(false);
+      expect(await store.renewLease(p.paymentKey, 20_000, 30_000)).toBe(true);
       expect((await store.getPayment(p.paymentKey))?.leaseUntil).toBe(30_000);
       await store.releaseLease(p.paymentKey);
       expect(await store.takeOverPayment(p.paymentKey, 1, 40_000)).toBe(true);

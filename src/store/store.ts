@@ -109,8 +109,11 @@ export interface Store {
   recordPendingOutcome(paymentKey: string, outcome: StoredOutcome): Promise<void>;
   /** Takes over an unfinished payment whose lease expired (its owner died or gave up); true if taken. */
   takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean>;
-  /** Extends the owner's lease on an unfinished payment (before a settlement that may take a while). */
-  renewLease(paymentKey: string, leaseUntil: number): Promise<void>;
+  /**
+   * Extends the owner's lease on an unfinished payment (before a settlement that may take a while), only
+   * while it is still the lease the owner holds (`heldUntil`); false if another attempt took it over.
+   */
+  renewLease(paymentKey: string, heldUntil: number, leaseUntil: number): Promise<boolean>;
   /** Gives up ownership of an unfinished payment so that the next retry may resume it at once. */
   releaseLease(paymentKey: string): Promise<void>;
   /**

@@ -207,11 +207,12 @@ export class PostgresStore implements Store {
     return result.rowCount === 1;
   }
 
-  async renewLease(paymentKey: string, leaseUntil: number): Promise<void> {
-    await this.pool.query(
-      "UPDATE payments SET lease_until = $1 WHERE payment_key = $2 AND state = 'verified'",
-      [leaseUntil, paymentKey],
+  async renewLease(paymentKey: string, heldUntil: number, leaseUntil: number): Promise<boolean> {
+    const result = await this.pool.query(
+      "UPDATE payments SET lease_until = $1 WHERE payment_key = $2 AND state = 'verified' AND lease_until = $3",
+      [leaseUntil, paymentKey, heldUntil],
     );
+    return result.rowCount === 1;
   }
 
   async releaseLease(paymentKey: string): Promise<void> {

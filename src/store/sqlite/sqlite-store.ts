@@ -96,7 +96,7 @@ export class SqliteStore implements Store {
            AND (state = 'verified' OR (@state = 'settled' AND state IN ('released', 'failed')))`,
       ),
       renewLease: this.db.prepare(
-        "UPDATE payments SET lease_until = ? WHERE payment_key = ? AND state = 'verified'",
+        "UPDATE payments SET lease_until = ? WHERE payment_key = ? AND state = 'verified' AND lease_until = ?",
       ),
       recordPendingOutcome: this.db.prepare(
         `UPDATE payments SET pending_outcome = ?, updated_at = ? WHERE payment_key = ? AND state = 'verified'`,
@@ -194,8 +194,8 @@ export class SqliteStore implements Store {
     return this.statements.takeOver.run(leaseUntil, new Date().toISOString(), paymentKey, now).changes === 1;
   }
 
-  async renewLease(paymentKey: string, leaseUntil: number): Promise<void> {
-    this.statements.renewLease.run(leaseUntil, paymentKey);
+  async renewLease(paymentKey: string, heldUntil: number, leaseUntil: number): Promise<boolean> {
+    return this.statements.renewLease.run(leaseUntil, paymentKey, heldUntil).changes === 1;
   }
 
   async releaseLease(paymentKey: string): Promise<void> {
