@@ -24,10 +24,21 @@ const rpcAnswers = async (url: string) =>
 describe("the utility402 command, as a new user runs it", () => {
   const children: ChildProcess[] = [];
   const dirs: string[] = [];
-  afterEach(() => {
-    for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+  afterEach(async () => {
+    // SIGTERM first, also after a failure: the service stops the local chain it started (a SIGKILL
+    // would leave that anvil running); SIGKILL only if it does not exit in time.
+    await Promise.all(
+      children.splice(0).map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
     for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-  });
+  }, 30_000);
 
   it("serves in local mode, pays, reports the ledger, and shuts down cleanly on SIGTERM", async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-cli-"));

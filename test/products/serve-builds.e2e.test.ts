@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -11,46 +10,30 @@ import {
   PRODUCTS_SOURCE_DIR,
   REPOSITORY_PRODUCTS,
 } from "../../src/products/build.ts";
+import { type Spawned, spawnUtility402, waitFor } from "../helpers/processes.ts";
 import { freePort } from "../helpers/service.ts";
 import { sha256 } from "./helpers.ts";
 
-const BIN = path.resolve("bin/utility402.js");
-
 describe("npm start sells the repository products without an extra step", () => {
   const dirs: string[] = [];
-  let child: ChildProcess | undefined;
-  afterAll(() => {
-    if (child && child.exitCode === null) child.kill("SIGKILL");
+  let serve: Spawned | undefined;
+  afterAll(async () => {
+    // SIGTERM (SIGKILL only after a grace period): the service stops the local chain it started.
+    await serve?.stop();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
-  });
+  }, 30_000);
 
   it("serve builds the four missing releases before listening; the clinical one stays unavailable", async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-serve-products-"));
     dirs.push(dataDir);
     const port = await freePort();
-    const env = {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? os.tmpdir(),
+    serve = spawnUtility402(["serve"], {
       PORT: String(port),
       LOCAL_CHAIN_PORT: String(await freePort()),
       DATA_DIR: dataDir,
-    };
-    child = spawn(process.execPath, [BIN, "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout?.on("data", (chunk) => (output += chunk));
-    child.stderr?.on("data", (chunk) => (output += chunk));
+    });
     const base = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 110_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`serve exited:\n${output}`);
-      if (Date.now() > deadline) throw new Error(`serve did not answer:\n${output}`);
-      const ok = await fetch(`${base}/healthz`).then(
-        (response) => response.ok,
-        () => false,
-      );
-      if (ok) break;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    await waitFor(`${base}/healthz`, serve.child, serve.output, 110_000);
     const catalog = await (await fetch(`${base}/catalog.json`)).json();
     for (const slug of REPOSITORY_PRODUCTS) {
       const entry = catalog.products.find((p: { path: string }) => p.path === `/v1/products/${slug}`);
@@ -69,9 +52,8 @@ describe("npm start sells the repository products without an extra step", () => 
     const entry = catalog.products.find((p: { path: string }) => p.path.endsWith("csv-json-quality-toolkit"));
     expect(sha256(Buffer.from(await response.arrayBuffer()))).toBe(entry.release.sha256);
 
-    const exited = new Promise<number | null>((resolve) => child?.once("exit", (code) => resolve(code)));
-    child.kill("SIGTERM");
-    expect(await exited).toBe(0);
+    await serve.stop();
+    expect(serve.child.exitCode).toBe(0);
   }, 150_000);
 
   it("a changed source is rebuilt; unchanged inputs are not", async () => {
@@ -92,5 +74,8 @@ describe("npm start sells the repository products without an extra step", () => 
     expect(rebuilt.state).toBe("built");
     if (first.state === "unbuildable" || rebuilt.state === "unbuildable") throw new Error("not built");
     expect(rebuilt.descriptor.sha256).not.toBe(first.descriptor.sha256);
+    // The archive a sold payment may still point to is left in place under its own name.
+    expect(rebuilt.descriptor.file).not.toBe(first.descriptor.file);
+    expect(fs.existsSync(path.join(settings.releasesDir, first.descriptor.file))).toBe(true);
   });
 });
