@@ -1,14 +1,15 @@
 import type pg from "pg";
-import type {
-  FailedPaidJob,
-  Job,
-  JobError,
-  JobProgress,
-  JobQueue,
-  JobState,
-  MaintenanceReport,
-  NewJob,
-  WorkerRecord,
+import {
+  attemptsExhausted,
+  type FailedPaidJob,
+  type Job,
+  type JobError,
+  type JobProgress,
+  type JobQueue,
+  type JobState,
+  type MaintenanceReport,
+  type NewJob,
+  type WorkerRecord,
 } from "./queue.ts";
 
 interface JobRow {
@@ -132,10 +133,7 @@ export class PostgresJobQueue implements JobQueue {
             return undefined;
           }
           if (row.attempts >= row.max_attempts) {
-            const error: JobError = {
-              code: "attempts_exhausted",
-              message: `the job was started ${row.attempts} times and its worker stopped each time before finishing`,
-            };
+            const error = attemptsExhausted(row.attempts);
             await client.query(
               `UPDATE jobs SET state = 'failed', error = $2, lease_owner = NULL, lease_until = NULL,
                  finished_at = $3, updated_at = $3 WHERE id = $1`,

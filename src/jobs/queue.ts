@@ -127,4 +127,10 @@ export interface FailedPaidJob {
   txHash: string | null;
 }
 
+/** Why a job whose workers kept dying is failed instead of being taken again. */
+export const attemptsExhausted = (attempts: number): JobError => ({
+  code: "attempts_exhausted",
+  message: `the job was started ${attempts} times and its worker stopped each time before finishing`,
+});
+
 export const FINAL_JOB_STATES: readonly JobState[] = ["succeeded", "failed"];

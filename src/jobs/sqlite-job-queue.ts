@@ -1,14 +1,15 @@
 import type Database from "better-sqlite3";
-import type {
-  FailedPaidJob,
-  Job,
-  JobError,
-  JobProgress,
-  JobQueue,
-  JobState,
-  MaintenanceReport,
-  NewJob,
-  WorkerRecord,
+import {
+  attemptsExhausted,
+  type FailedPaidJob,
+  type Job,
+  type JobError,
+  type JobProgress,
+  type JobQueue,
+  type JobState,
+  type MaintenanceReport,
+  type NewJob,
+  type WorkerRecord,
 } from "./queue.ts";
 
 interface JobRow {
@@ -170,10 +171,7 @@ export class SqliteJobQueue implements JobQueue {
         const row = this.statements.runnable.get(JSON.stringify(types), now) as JobRow | undefined;
         if (!row) return undefined;
         if (row.attempts >= row.max_attempts) {
-          const error: JobError = {
-            code: "attempts_exhausted",
-            message: `the job was started ${row.attempts} times and its worker stopped each time before finishing`,
-          };
+          const error = attemptsExhausted(row.attempts);
           this.statements.exhaust.run({ id: row.id, error: JSON.stringify(error), now: this.iso() });
           continue;
         }

@@ -4,6 +4,7 @@ import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { encodeAbiParameters, encodeEventTopics, type Hex, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
+import { signTransferAuthorization } from "../../test/helpers/payment-faults.ts";
 import { devPrivateKey } from "../chain/dev-accounts.ts";
 import { ReceiptTimeoutError } from "../chain/receipt-watcher.ts";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../config.ts";
@@ -36,25 +37,11 @@ async function signedPayment(): Promise<PaymentPayload> {
     validBefore: String(now + 300),
     nonce: `0x${"11".repeat(32)}` as Hex,
   };
-  const signature = await payer.signTypedData({
-    domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: BASE_USDC_ADDRESS },
-    types: {
-      TransferWithAuthorization: [
-        { name: "from", type: "address" },
-        { name: "to", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" },
-        { name: "validBefore", type: "uint256" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    },
-    primaryType: "TransferWithAuthorization",
-    message: {
-      ...authorization,
-      value: 1000n,
-      validAfter: BigInt(authorization.validAfter),
-      validBefore: BigInt(authorization.validBefore),
-    },
+  const signature = await signTransferAuthorization(payer, {
+    ...authorization,
+    value: 1000n,
+    validAfter: BigInt(authorization.validAfter),
+    validBefore: BigInt(authorization.validBefore),
   });
   return { x402Version: 2, accepted: requirements, payload: { signature, authorization } } as PaymentPayload;
 }

@@ -1,11 +1,40 @@
 import http from "node:http";
 import { createPublicClient, createWalletClient, parseAbi, http as viemHttp } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { freePort } from "./service.ts";
 
 /** Ways a payment can go wrong on the chain's side, for end-to-end tests of the paid pipeline. */
+
+/** The EIP-3009 signature a payer gives for `authorization`, over Base USDC's real EIP-712 domain. */
+export function signTransferAuthorization(
+  account: PrivateKeyAccount,
+  authorization: {
+    from: `0x${string}`;
+    to: `0x${string}`;
+    value: bigint;
+    validAfter: bigint;
+    validBefore: bigint;
+    nonce: `0x${string}`;
+  },
+): Promise<`0x${string}`> {
+  return account.signTypedData({
+    domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: BASE_USDC_ADDRESS },
+    types: {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "TransferWithAuthorization",
+    message: authorization,
+  });
+}
 
 /** The ledger key of a signed payment: network, asset, payer and nonce. */
 export function paymentKeyOf(payment: Record<string, string>): string {
@@ -68,21 +97,7 @@ export async function spendNonceElsewhere(rpcUrl: string, privateKey: `0x${strin
     validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600),
     nonce,
   };
-  const signature = await account.signTypedData({
-    domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: BASE_USDC_ADDRESS },
-    types: {
-      TransferWithAuthorization: [
-        { name: "from", type: "address" },
-        { name: "to", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" },
-        { name: "validBefore", type: "uint256" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    },
-    primaryType: "TransferWithAuthorization",
-    message: authorization,
-  });
+  const signature = await signTransferAuthorization(account, authorization);
   const wallet = createWalletClient({
     account,
     transport: viemHttp(rpcUrl),
