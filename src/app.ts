@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
+import { RegExpRouter } from "hono/router/reg-exp-router";
 import type { AgentSkills } from "./catalog/agent-skills.ts";
 import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
@@ -8,6 +9,7 @@ import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import { openCors } from "./http/cors.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
+import { respond } from "./http/response-headers.ts";
 import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
 import { FINAL_JOB_STATES } from "./jobs/queue.ts";
 import type { Metrics } from "./metrics.ts";
@@ -53,13 +55,15 @@ export interface AppServices {
 
 type Env = { Variables: RequestVariables };
 
-const send = (outcome: StoredOutcome) =>
-  new Response(outcome.body, { status: outcome.status, headers: outcome.headers });
+const send = (c: Context, outcome: StoredOutcome) =>
+  respond(c, outcome.body, { status: outcome.status, headers: outcome.headers });
 
-const problemResponse = (problem: Problem, instance?: string) => send(problem.toResponse(instance));
+const problemResponse = (c: Context, problem: Problem, instance?: string) =>
+  send(c, problem.toResponse(instance));
 
-const json = (body: unknown) =>
-  new Response(JSON.stringify(body), { headers: { "content-type": "application/json; charset=utf-8" } });
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+const json = (c: Context, body: unknown) =>
+  respond(c, JSON.stringify(body), { status: 200, headers: JSON_HEADERS });
 
 /** The free routes registered below, all read-only. */
 const FREE_GET_PATHS = [
@@ -70,7 +74,6 @@ const FREE_GET_PATHS = [
   "/catalog.json",
   "/.well-known/x402",
   `${AGENT_SKILLS_PREFIX}/index.json`,
-  `${AGENT_SKILLS_PREFIX}/{name}/SKILL.md`,
   JOB_STATUS_PATH,
 ];
 
@@ -80,7 +83,9 @@ const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 export function buildApp(services: AppServices): Hono<Env> {
   const { operations, freeRoutes, termsById, documents, gate, store, metrics, log } = services;
   const now = services.now ?? (() => new Date());
-  const app = new Hono<Env>();
+  // Every route is one the regular-expression router takes (see the skill files below); it throws
+  // at start-up instead of silently falling back to a slower router if one is added that it cannot.
+  const app = new Hono<Env>({ router: new RegExpRouter() });
 
   app.use("*", requestContext(log, metrics));
   app.use(
@@ -112,17 +117,20 @@ export function buildApp(services: AppServices): Hono<Env> {
     return c.body(await metrics.registry.metrics());
   });
 
-  app.get("/openapi.json", () => json(documents.openapi));
-  app.get("/catalog.json", () => json(documents.catalog));
-  app.get("/.well-known/x402", () => json(documents.x402));
-  app.get(`${AGENT_SKILLS_PREFIX}/index.json`, () => json(documents.agentSkills.index));
-  app.get(honoPath(`${AGENT_SKILLS_PREFIX}/{name}/SKILL.md`), (c) => {
-    const file = documents.agentSkills.files.get(c.req.path);
-    if (!file) throw new Problem(404, "not-found", "Not found", `no skill at ${c.req.path}`);
-    return new Response(new Uint8Array(file), {
-      headers: { "content-type": "text/markdown; charset=utf-8" },
-    });
-  });
+  app.get("/openapi.json", (c) => json(c, documents.openapi));
+  app.get("/catalog.json", (c) => json(c, documents.catalog));
+  app.get("/.well-known/x402", (c) => json(c, documents.x402));
+  app.get(`${AGENT_SKILLS_PREFIX}/index.json`, (c) => json(c, documents.agentSkills.index));
+  // One static route per skill file: a parameter before "/SKILL.md" would make Hono fall back from
+  // its one-regular-expression router to a slower tree for every route.
+  for (const [path, file] of documents.agentSkills.files) {
+    app.get(path, (c) =>
+      respond(c, new Uint8Array(file), {
+        status: 200,
+        headers: { "content-type": "text/markdown; charset=utf-8" },
+      }),
+    );
+  }
 
   app.get(honoPath(JOB_STATUS_PATH), async (c) => {
     const id = c.req.param("id");
@@ -138,7 +146,7 @@ export function buildApp(services: AppServices): Hono<Env> {
   });
 
   for (const route of freeRoutes) {
-    app.get(honoPath(route.path), async () => json(await route.handler()));
+    app.get(honoPath(route.path), async (c) => json(c, await route.handler()));
   }
 
   const unpaidById = new Map(
@@ -163,9 +171,9 @@ export function buildApp(services: AppServices): Hono<Env> {
       if (!paymentHeader) {
         // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
         await handler.admit?.();
-        return send(unpaid);
+        return send(c, unpaid);
       }
-      const requestLog = c.get("log").child({ operation: operation.id });
+      const requestLog = log.child({ requestId: c.get("requestId"), operation: operation.id });
       const outcome = await gate.handle({
         operation,
         terms,
@@ -179,13 +187,15 @@ export function buildApp(services: AppServices): Hono<Env> {
         onFinal: handler.paymentFinal?.bind(handler),
       });
       // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
-      return outcome.file ? fileResponse({ ...outcome, file: outcome.file }, c.req.raw) : send(outcome);
+      return outcome.file ? fileResponse({ ...outcome, file: outcome.file }, c.req.raw) : send(c, outcome);
     });
   }
 
   // A known path with the wrong method is a 405 naming the allowed ones, not a 404.
   const methodsByPath = new Map<string, string[]>(
-    [...FREE_GET_PATHS, ...freeRoutes.map((route) => route.path)].map((path) => [path, ["GET"]]),
+    [...FREE_GET_PATHS, ...documents.agentSkills.files.keys(), ...freeRoutes.map((route) => route.path)].map(
+      (path) => [path, ["GET"]],
+    ),
   );
   for (const operation of operations) {
     methodsByPath.set(operation.path, [...(methodsByPath.get(operation.path) ?? []), operation.method]);
@@ -206,12 +216,13 @@ export function buildApp(services: AppServices): Hono<Env> {
   }
 
   app.notFound((c) =>
-    problemResponse(new Problem(404, "not-found", "Not found", `nothing at ${c.req.path}`)),
+    problemResponse(c, new Problem(404, "not-found", "Not found", `nothing at ${c.req.path}`)),
   );
   app.onError((error, c) => {
-    if (error instanceof Problem) return problemResponse(error, c.req.path);
-    (c.get("log") ?? log).error({ err: error }, "unhandled error");
+    if (error instanceof Problem) return problemResponse(c, error, c.req.path);
+    log.error({ err: error, requestId: c.get("requestId") }, "unhandled error");
     return problemResponse(
+      c,
       new Problem(
         500,
         "internal-error",

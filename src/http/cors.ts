@@ -1,33 +1,33 @@
 import type { MiddlewareHandler } from "hono";
+import { addResponseHeaders, applyResponseHeaders, respond } from "./response-headers.ts";
 
 const ALLOW_METHODS = "GET,HEAD,PUT,POST,DELETE,PATCH,QUERY";
 
 /**
- * CORS for any origin, answering like `hono/cors` with `origin: "*"`, but adding its headers to the
- * response after the handler instead of to a placeholder before it. Hono's own middleware touches
- * `c.res` before the route runs, which makes Hono copy every returned Response through its body
- * stream; @hono/node-server then cannot write the body string directly. That copy was the largest
- * cost of an unpaid 402.
+ * CORS for any origin, answering like `hono/cors` with `origin: "*"`. Its headers are gathered
+ * before the route and written with the route's own response (see ./response-headers.ts) instead of
+ * being set on a placeholder response: Hono's own middleware touches `c.res` before the route runs,
+ * which makes Hono copy every returned Response through its body stream.
  */
 export function openCors(options: { allowHeaders: string[]; exposeHeaders: string[] }): MiddlewareHandler {
   const allowHeaders = options.allowHeaders.join(",");
   const exposeHeaders = options.exposeHeaders.join(",");
   return async (c, next) => {
+    addResponseHeaders(c, {
+      "access-control-allow-origin": "*",
+      "access-control-expose-headers": exposeHeaders,
+    });
     if (c.req.method === "OPTIONS") {
-      return new Response(null, {
+      return respond(c, null, {
         status: 204,
-        statusText: "No Content",
         headers: {
-          "Access-Control-Allow-Origin": "*",
-          "Access-Control-Expose-Headers": exposeHeaders,
-          "Access-Control-Allow-Methods": ALLOW_METHODS,
-          "Access-Control-Allow-Headers": allowHeaders,
-          Vary: "Access-Control-Request-Headers",
+          "access-control-allow-methods": ALLOW_METHODS,
+          "access-control-allow-headers": allowHeaders,
+          vary: "Access-Control-Request-Headers",
         },
       });
     }
     await next();
-    c.res.headers.set("Access-Control-Allow-Origin", "*");
-    c.res.headers.set("Access-Control-Expose-Headers", exposeHeaders);
+    applyResponseHeaders(c);
   };
 }

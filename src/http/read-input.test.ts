@@ -170,6 +170,30 @@ describe("readOperationInput with JSON body limits", () => {
     }
   });
 
+  it("finds overflowing numbers and lone surrogates however they are written, and passes look-alikes", async () => {
+    const refused: [string, string][] = [
+      [`{"doc":[${"9".repeat(309)}]}`, "/doc/0"],
+      ['{"doc":[-1.5E+400]}', "/doc/0"],
+      ['{"doc":{"k":"\\uDBFF"}}', "/doc/k"],
+      ['{"doc":{"\\udfff":1}}', "/doc/\udfff"],
+    ];
+    for (const [body, pointer] of refused) {
+      const response = await post("/v1/unlimited", body);
+      expect(response.status).toBe(400);
+      expect((await response.json()).errors[0].pointer).toBe(pointer);
+    }
+    const accepted: [string, unknown][] = [
+      [`{"doc":[${"9".repeat(308)}, 1e308, 2E-400]}`, [Number("9".repeat(308)), 1e308, 0]],
+      ['{"doc":"\\ud83d\\ude00 and \\\\uD800"}', "\u{1F600} and \\uD800"],
+      ['{"doc":"\u00e9t\u00e9"}', "\u00e9t\u00e9"],
+    ];
+    for (const [body, doc] of accepted) {
+      const response = await post("/v1/unlimited", body);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ input: { doc } });
+    }
+  });
+
   it("still reads query strings as before", async () => {
     const response = await app.request("/v1/query?n=2.5&list=a,b&list=c");
     expect(await response.json()).toEqual({ input: { n: 2.5, list: ["a", "b", "c"] } });

@@ -25,21 +25,22 @@ export async function readOperationInput(c: Context, operation: AnyOperation): P
   return parsed.data;
 }
 
+const tooLarge = (limit: number) =>
+  new Problem(413, "body-too-large", "Request body too large", `the request body exceeds ${limit} bytes`);
+
 async function readJsonBody(request: Request, operation: AnyOperation): Promise<unknown> {
   const limit = operation.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const tooLarge = () =>
-    new Problem(413, "body-too-large", "Request body too large", `the request body exceeds ${limit} bytes`);
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > limit) throw tooLarge();
-
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (request.headers.has("content-length")) {
+  const declared = request.headers.get("content-length");
+  let text = "";
+  if (declared !== null) {
     // A declared length within the limit: read it whole. @hono/node-server reads it straight from
     // the socket this way, without building a web ReadableStream (the dearest part of a 402 reply).
-    chunks.push(new Uint8Array(await request.arrayBuffer()));
+    if (Number(declared) > limit) throw tooLarge(limit);
+    text = await request.text();
   } else if (request.body) {
     // Chunked: count while reading, so an endless body is cut at the limit.
+    const chunks: Uint8Array[] = [];
+    let size = 0;
     const reader = request.body.getReader();
     for (;;) {
       const { done, value } = await reader.read();
@@ -47,12 +48,12 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
       size += value.byteLength;
       if (size > limit) {
         await reader.cancel();
-        throw tooLarge();
+        throw tooLarge(limit);
       }
       chunks.push(value);
     }
+    text = Buffer.concat(chunks).toString("utf8");
   }
-  const text = Buffer.concat(chunks).toString("utf8");
   if (text.trim() === "") {
     if (operation.bodyOptional) return {};
     throw invalidRequest([{ pointer: "", message: "a JSON request body is required" }]);
@@ -69,10 +70,18 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
     const error = checkJsonStructure(text, operation.json);
     if (error) throw invalidRequest([error]);
   }
-  const unrepresentable = firstUnrepresentable(body);
+  const unrepresentable = MAY_HOLD_UNREPRESENTABLE.test(text) ? firstUnrepresentable(body) : undefined;
   if (unrepresentable) throw invalidRequest([unrepresentable]);
   return body;
 }
+
+/**
+ * JSON text that may hold what firstUnrepresentable looks for. The text is decoded from UTF-8 (an
+ * encoded surrogate becomes U+FFFD), so only a \uD800–\uDFFF escape can make a lone surrogate, and
+ * only an exponent or an integer part of 309 or more digits can overflow a double. Most bodies have
+ * neither and skip the walk.
+ */
+const MAY_HOLD_UNREPRESENTABLE = /\\u[dD][89a-fA-F]|[0-9][eE]|[0-9]{309}/;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

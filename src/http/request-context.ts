@@ -3,18 +3,22 @@ import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import type { Logger } from "pino";
 import type { Metrics } from "../metrics.ts";
+import {
+  addResponseHeaders,
+  applyResponseHeaders,
+  type ResponseHeaderVariables,
+} from "./response-headers.ts";
 
-export interface RequestVariables {
+export interface RequestVariables extends ResponseHeaderVariables {
   requestId: string;
-  log: Logger;
 }
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * Gives every request an id (the caller's x-request-id when it is sane, else a UUID), a child
- * logger that stamps it on every line, the x-request-id response header, an access log line
- * and the request metrics.
+ * Gives every request an id (the caller's x-request-id when it is sane, else a UUID), sent back in
+ * the x-request-id response header, and writes an access log line and the request metrics. Loggers
+ * for the request's own lines are children made where they are needed (`requestId` bound).
  */
 export function requestContext(
   log: Logger,
@@ -24,18 +28,17 @@ export function requestContext(
     const started = process.hrtime.bigint();
     const incoming = c.req.header("x-request-id");
     const requestId = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    const requestLog = log.child({ requestId });
     c.set("requestId", requestId);
-    c.set("log", requestLog);
+    addResponseHeaders(c, { "x-request-id": requestId });
     await next();
-    // Set on the response itself: c.header() after the route would make Hono copy the response.
-    c.res.headers.set("x-request-id", requestId);
+    applyResponseHeaders(c);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const matched = routePath(c, -1);
     const route = matched && matched !== "*" && matched !== "/*" ? matched : "unmatched";
-    metrics.request(c.req.method, route, c.res.status, seconds);
-    requestLog.info(
-      { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1e4) / 10 },
+    const status = c.res.status;
+    metrics.request(c.req.method, route, status, seconds);
+    log.info(
+      { requestId, method: c.req.method, path: c.req.path, status, ms: Math.round(seconds * 1e4) / 10 },
       "request",
     );
   };
