@@ -6,7 +6,7 @@ import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
-import { openCors } from "./http/cors.ts";
+import { corsPreflight, corsResponseHeaders } from "./http/cors.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import { respond } from "./http/response-headers.ts";
@@ -87,20 +87,18 @@ export function buildApp(services: AppServices): Hono<Env> {
   // at start-up instead of silently falling back to a slower router if one is added that it cannot.
   const app = new Hono<Env>({ router: new RegExpRouter() });
 
-  app.use("*", requestContext(log, metrics));
-  app.use(
-    "*",
-    openCors({
-      allowHeaders: ["content-type", PAYMENT_SIGNATURE_HEADER, "x-request-id", ...DOWNLOAD_REQUEST_HEADERS],
-      exposeHeaders: [
-        PAYMENT_REQUIRED_HEADER,
-        PAYMENT_RESPONSE_HEADER,
-        "x-request-id",
-        "retry-after",
-        ...DOWNLOAD_RESPONSE_HEADERS,
-      ],
-    }),
-  );
+  const cors = {
+    allowHeaders: ["content-type", PAYMENT_SIGNATURE_HEADER, "x-request-id", ...DOWNLOAD_REQUEST_HEADERS],
+    exposeHeaders: [
+      PAYMENT_REQUIRED_HEADER,
+      PAYMENT_RESPONSE_HEADER,
+      "x-request-id",
+      "retry-after",
+      ...DOWNLOAD_RESPONSE_HEADERS,
+    ],
+  };
+  app.use("*", requestContext({ log, metrics, headers: corsResponseHeaders(cors) }));
+  app.options("*", corsPreflight(cors));
 
   app.get("/healthz", (c) =>
     services.isShuttingDown() ? c.json({ status: "shutting-down" }, 503) : c.json({ status: "ok" }),
@@ -201,8 +199,7 @@ export function buildApp(services: AppServices): Hono<Env> {
     methodsByPath.set(operation.path, [...(methodsByPath.get(operation.path) ?? []), operation.method]);
   }
   for (const [path, methods] of methodsByPath) {
-    app.all(honoPath(path), (c) => {
-      if (c.req.method === "OPTIONS") return c.body(null, 204);
+    app.all(honoPath(path), () => {
       throw new Problem(
         405,
         "method-not-allowed",

@@ -1,33 +1,32 @@
-import type { MiddlewareHandler } from "hono";
-import { addResponseHeaders, applyResponseHeaders, respond } from "./response-headers.ts";
+import type { Handler } from "hono";
+import { respond } from "./response-headers.ts";
 
 const ALLOW_METHODS = "GET,HEAD,PUT,POST,DELETE,PATCH,QUERY";
 
+export interface CorsPolicy {
+  /** Request headers a browser agent may send. */
+  allowHeaders: string[];
+  /** Response headers a browser agent may read. */
+  exposeHeaders: string[];
+}
+
 /**
- * CORS for any origin, answering like `hono/cors` with `origin: "*"`. Its headers are gathered
- * before the route and written with the route's own response (see ./response-headers.ts) instead of
- * being set on a placeholder response: Hono's own middleware touches `c.res` before the route runs,
- * which makes Hono copy every returned Response through its body stream.
+ * CORS for any origin, answering like `hono/cors` with `origin: "*"`. These headers go on every
+ * response, written with it by `requestContext` (see ./response-headers.ts): Hono's own middleware
+ * sets them on a placeholder response before the route runs, which makes Hono copy every returned
+ * Response through its body stream.
  */
-export function openCors(options: { allowHeaders: string[]; exposeHeaders: string[] }): MiddlewareHandler {
-  const allowHeaders = options.allowHeaders.join(",");
-  const exposeHeaders = options.exposeHeaders.join(",");
-  return async (c, next) => {
-    addResponseHeaders(c, {
-      "access-control-allow-origin": "*",
-      "access-control-expose-headers": exposeHeaders,
-    });
-    if (c.req.method === "OPTIONS") {
-      return respond(c, null, {
-        status: 204,
-        headers: {
-          "access-control-allow-methods": ALLOW_METHODS,
-          "access-control-allow-headers": allowHeaders,
-          vary: "Access-Control-Request-Headers",
-        },
-      });
-    }
-    await next();
-    applyResponseHeaders(c);
+export const corsResponseHeaders = (policy: CorsPolicy): Record<string, string> => ({
+  "access-control-allow-origin": "*",
+  "access-control-expose-headers": policy.exposeHeaders.join(","),
+});
+
+/** The answer to a preflight (OPTIONS) on any path. */
+export function corsPreflight(policy: CorsPolicy): Handler {
+  const headers = {
+    "access-control-allow-methods": ALLOW_METHODS,
+    "access-control-allow-headers": policy.allowHeaders.join(","),
+    vary: "Access-Control-Request-Headers",
   };
+  return (c) => respond(c, null, { status: 204, headers });
 }

@@ -3,11 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import type { Logger } from "pino";
 import type { Metrics } from "../metrics.ts";
-import {
-  addResponseHeaders,
-  applyResponseHeaders,
-  type ResponseHeaderVariables,
-} from "./response-headers.ts";
+import { applyResponseHeaders, type ResponseHeaderVariables } from "./response-headers.ts";
 
 export interface RequestVariables extends ResponseHeaderVariables {
   requestId: string;
@@ -16,20 +12,24 @@ export interface RequestVariables extends ResponseHeaderVariables {
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * Gives every request an id (the caller's x-request-id when it is sane, else a UUID), sent back in
- * the x-request-id response header, and writes an access log line and the request metrics. Loggers
- * for the request's own lines are children made where they are needed (`requestId` bound).
+ * The one middleware every request passes: gives it an id (the caller's x-request-id when it is
+ * sane, else a UUID), puts that id and `headers` (the CORS headers) on its response, and writes an
+ * access log line and the request metrics. Loggers for the request's own lines are children made
+ * where they are needed, with `requestId` bound.
  */
-export function requestContext(
-  log: Logger,
-  metrics: Metrics,
-): MiddlewareHandler<{ Variables: RequestVariables }> {
+export function requestContext(options: {
+  log: Logger;
+  metrics: Metrics;
+  headers?: Record<string, string>;
+}): MiddlewareHandler<{ Variables: RequestVariables }> {
+  const { log, metrics } = options;
+  const headers = options.headers ?? {};
   return async (c, next) => {
     const started = process.hrtime.bigint();
     const incoming = c.req.header("x-request-id");
     const requestId = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set("requestId", requestId);
-    addResponseHeaders(c, { "x-request-id": requestId });
+    c.set("responseHeaders", { ...headers, "x-request-id": requestId });
     await next();
     applyResponseHeaders(c);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
