@@ -1,12 +1,13 @@
 import { x402ResourceServer } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { encodeAbiParameters, encodeEventTopics, type Hex, parseAbi } from "viem";
+import { encodeAbiParameters, encodeEventTopics, type Hex, HttpRequestError, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { signTransferAuthorization } from "../../test/helpers/payment-faults.ts";
 import { devPrivateKey } from "../chain/dev-accounts.ts";
 import { ReceiptTimeoutError } from "../chain/receipt-watcher.ts";
+import { ChainUnavailableError } from "../chain/transport-failures.ts";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../config.ts";
 import { inProcessFacilitator } from "./facilitator.ts";
 import type { SettlerSigner } from "./settler-signer.ts";
@@ -136,5 +137,52 @@ describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", ()
     );
     expect(outcome).toMatchObject({ errorReason: "settlement_pending", transaction: FIRST_TX });
     expect(broadcasts).toEqual(["fast path"]);
+  });
+});
+
+describe("the in-process facilitator when the chain cannot be reached", () => {
+  const unreachable = () => new HttpRequestError({ url: "http://127.0.0.1:9/", details: "fetch failed" });
+
+  it("answers a lost broadcast as an unknown outcome, not a refused payment", async () => {
+    const { signer } = slowReceiptSigner(paidReceipt);
+    const facilitator = inProcessFacilitator(
+      {
+        ...signer,
+        sendContractCall: async () => {
+          throw unreachable();
+        },
+      },
+      network,
+    );
+    const payment = await signedPayment();
+    expect((await facilitator.verify(payment, requirements)).isValid).toBe(true);
+    await expect(facilitator.settle(payment, requirements)).rejects.toBeInstanceOf(ChainUnavailableError);
+  });
+
+  it("answers a verification the reference scheme refused after its chain calls failed as unknown too", async () => {
+    const { signer } = slowReceiptSigner(paidReceipt);
+    const failing = {
+      ...signer,
+      // The token refuses the simulation, so the reference scheme is asked for the reason; its reads fail.
+      estimateContractGas: async () => {
+        throw new Error("execution reverted: FiatTokenV2: invalid signature");
+      },
+      readContract: async () => {
+        throw unreachable();
+      },
+      verifyTypedData: async () => {
+        throw unreachable();
+      },
+    } as SettlerSigner;
+    const facilitator = inProcessFacilitator(failing, network);
+    await expect(facilitator.verify(await signedPayment(), requirements)).rejects.toBeInstanceOf(
+      ChainUnavailableError,
+    );
+    // With its reads answered, the reference scheme gives a verdict instead of an error.
+    const answering = inProcessFacilitator(
+      { ...failing, readContract: signer.readContract } as SettlerSigner,
+      network,
+    );
+    await expect(answering.verify(await signedPayment(), requirements)).resolves.toHaveProperty("isValid");
   });
 });

@@ -1,3 +1,4 @@
+import { InMemoryPendingSettlementStore } from "@x402/core/facilitator";
 import type {
   FacilitatorContext,
   Network,
@@ -56,15 +57,31 @@ export class ExactEip3009Scheme implements SchemeNetworkFacilitator {
   readonly caipFamily = "eip155:*";
   private readonly reference: ExactEvmScheme;
   /** Verified payments not settled yet: key → estimated gas and until when the verification counts. */
-  private readonly verified = new Map<string, { gas: bigint; until: number }>();
+  private readonly verified: Map<string, { gas: bigint; until: number }>;
   /** Sent settlements whose receipt did not come in time: key → transaction, so they are never sent twice. */
-  private readonly pending = new Map<string, Hex>();
+  private readonly pending: Map<string, Hex>;
+  /** The reference scheme's own record of settlements in flight. */
+  private readonly referencePending: InMemoryPendingSettlementStore;
 
   constructor(
     private readonly signer: SettlerSigner,
     private readonly now: () => number = Date.now,
+    shared?: {
+      verified: Map<string, { gas: bigint; until: number }>;
+      pending: Map<string, Hex>;
+      referencePending: InMemoryPendingSettlementStore;
+    },
   ) {
-    this.reference = new ExactEvmScheme(signer);
+    this.verified = shared?.verified ?? new Map();
+    this.pending = shared?.pending ?? new Map();
+    this.referencePending = shared?.referencePending ?? new InMemoryPendingSettlementStore();
+    this.reference = new ExactEvmScheme(signer, { pendingSettlementStore: this.referencePending });
+  }
+
+  /** The same scheme (what it verified and sent is shared) making its chain calls through `signer`. */
+  through(signer: SettlerSigner): ExactEip3009Scheme {
+    const { verified, pending, referencePending } = this;
+    return new ExactEip3009Scheme(signer, this.now, { verified, pending, referencePending });
   }
 
   getExtra(network: Network): Record<string, unknown> | undefined {

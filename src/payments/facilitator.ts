@@ -21,12 +21,16 @@ export interface PaymentBackend {
  * with the exact EVM scheme verifying each EIP-3009 payment once (see ExactEip3009Scheme).
  */
 export function inProcessFacilitator(signer: SettlerSigner, network: Network): FacilitatorClient {
-  const facilitator = new x402Facilitator().register(network, new ExactEip3009Scheme(signer));
+  const scheme = new ExactEip3009Scheme(signer);
+  const facilitator = new x402Facilitator().register(network, scheme);
+  // Each call runs on its own view of the scheme, whose chain calls record their transport failures.
+  const through = (recording: SettlerSigner) =>
+    new x402Facilitator().register(network, scheme.through(recording));
   return {
     verify: (payload, requirements) =>
-      failingOnTransportErrors(() => facilitator.verify(payload, requirements)),
+      failingOnTransportErrors(signer, (recording) => through(recording).verify(payload, requirements)),
     settle: (payload, requirements) =>
-      failingOnTransportErrors(() => facilitator.settle(payload, requirements)),
+      failingOnTransportErrors(signer, (recording) => through(recording).settle(payload, requirements)),
     getSupported: async () =>
       facilitator.getSupported() as Awaited<ReturnType<FacilitatorClient["getSupported"]>>,
   };

@@ -16,7 +16,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type RawReceipt, ReceiptWatcher } from "../chain/receipt-watcher.ts";
-import { isTransportError, recordingTransportFailures as tracked } from "../chain/transport-failures.ts";
+import { isTransportError } from "../chain/transport-failures.ts";
 import { NonceAllocator } from "./nonce-allocator.ts";
 
 type FacilitatorEvmSigner = ConstructorParameters<typeof ExactEvmScheme>[0];
@@ -166,9 +166,7 @@ export function createSettlerSigner(options: {
   );
 
   const estimateContractGas = (call: ContractCall) =>
-    tracked(() =>
-      publicClient.estimateGas({ account: account.address, to: call.address, data: calldata(call) }),
-    );
+    publicClient.estimateGas({ account: account.address, to: call.address, data: calldata(call) });
 
   // On a chain that includes a transaction as it arrives (anvil; sequencers that answer with a
   // preconfirmed receipt) the receipt exists when the send is answered: ask for it in the same
@@ -232,27 +230,24 @@ export function createSettlerSigner(options: {
     getAddresses: () => [account.address],
     blockNumber: () => publicClient.getBlockNumber({ cacheTime: 0 }),
     estimateContractGas,
-    sendContractCall: (call) => tracked(() => broadcast(call.address, calldata(call), call.gas)),
+    sendContractCall: (call) => broadcast(call.address, calldata(call), call.gas),
     // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
-    readContract: (args) => tracked(() => publicClient.readContract(args as any)),
+    readContract: (args) => publicClient.readContract(args as any),
     // biome-ignore lint/suspicious/noExplicitAny: as above.
-    verifyTypedData: (args) => tracked(() => publicClient.verifyTypedData(args as any)),
-    writeContract: (args) =>
-      tracked(async () => {
-        const call = { ...args, args: args.args } as ContractCall;
-        const gas = args.gas ?? gasLimitFor(await estimateContractGas(call));
-        return broadcast(call.address, calldata(call), gas);
-      }),
-    sendTransaction: (args) =>
-      tracked(() => nonces.send((nonce) => walletClient.sendTransaction({ ...args, nonce }))),
-    waitForTransactionReceipt: (args) =>
-      tracked(async () => {
-        const known = receiptsWithSend.get(args.hash);
-        receiptsWithSend.delete(args.hash);
-        const receipt = known ?? (await receipts.wait(args.hash, options.confirmationTimeoutMs));
-        return formatTransactionReceipt(receipt as never) as TransactionReceipt;
-      }),
-    getCode: (args) => tracked(() => publicClient.getCode(args)),
+    verifyTypedData: (args) => publicClient.verifyTypedData(args as any),
+    writeContract: async (args) => {
+      const call = { ...args, args: args.args } as ContractCall;
+      const gas = args.gas ?? gasLimitFor(await estimateContractGas(call));
+      return broadcast(call.address, calldata(call), gas);
+    },
+    sendTransaction: (args) => nonces.send((nonce) => walletClient.sendTransaction({ ...args, nonce })),
+    waitForTransactionReceipt: async (args) => {
+      const known = receiptsWithSend.get(args.hash);
+      receiptsWithSend.delete(args.hash);
+      const receipt = known ?? (await receipts.wait(args.hash, options.confirmationTimeoutMs));
+      return formatTransactionReceipt(receipt as never) as TransactionReceipt;
+    },
+    getCode: (args) => publicClient.getCode(args),
   };
 }
 
