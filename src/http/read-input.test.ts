@@ -186,6 +186,7 @@ describe("readOperationInput with JSON body limits", () => {
       [`{"doc":[${"9".repeat(308)}, 1e308, 2E-400]}`, [Number("9".repeat(308)), 1e308, 0]],
       ['{"doc":"\\ud83d\\ude00 and \\\\uD800"}', "\u{1F600} and \\uD800"],
       ['{"doc":"\u00e9t\u00e9"}', "\u00e9t\u00e9"],
+      ['\ufeff{"doc":"after a byte order mark"}', "after a byte order mark"],
     ];
     for (const [body, doc] of accepted) {
       const response = await post("/v1/unlimited", body);

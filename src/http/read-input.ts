@@ -25,6 +25,9 @@ export async function readOperationInput(c: Context, operation: AnyOperation): P
   return parsed.data;
 }
 
+/** UTF-8 as `Request.text()` decodes it: invalid bytes become U+FFFD, a leading byte order mark is dropped (RFC 8259 §8.1 allows ignoring it). */
+const utf8 = new TextDecoder();
+
 const tooLarge = (limit: number) =>
   new Problem(413, "body-too-large", "Request body too large", `the request body exceeds ${limit} bytes`);
 
@@ -52,7 +55,7 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
       }
       chunks.push(value);
     }
-    text = Buffer.concat(chunks).toString("utf8");
+    text = utf8.decode(Buffer.concat(chunks));
   }
   if (text.trim() === "") {
     if (operation.bodyOptional) return {};
