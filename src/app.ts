@@ -83,8 +83,9 @@ const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 export function buildApp(services: AppServices): Hono<Env> {
   const { operations, freeRoutes, termsById, documents, gate, store, metrics, log } = services;
   const now = services.now ?? (() => new Date());
-  // Every route is one the regular-expression router takes (see the skill files below); it throws
-  // at start-up instead of silently falling back to a slower router if one is added that it cannot.
+  // Every route is one the regular-expression router takes (see the skill files below). A route it
+  // cannot take makes it throw (when added or first matched) instead of Hono silently falling back
+  // to a slower router for every route.
   const app = new Hono<Env>({ router: new RegExpRouter() });
 
   const cors = {
