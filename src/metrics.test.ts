@@ -21,14 +21,14 @@ describe("RequestSeries", () => {
 
     const reference = new Registry();
     const counter = new Counter({
-      name: REQUESTS_METRIC,
-      help: "HTTP requests by method, route and status.",
+      name: REQUESTS_METRIC.name,
+      help: REQUESTS_METRIC.help,
       labelNames: ["method", "route", "status"],
       registers: [reference],
     });
     const histogram = new Histogram({
-      name: LATENCY_METRIC,
-      help: "HTTP request latency by method and route.",
+      name: LATENCY_METRIC.name,
+      help: LATENCY_METRIC.help,
       labelNames: ["method", "route"],
       buckets: [...LATENCY_BUCKETS],
       registers: [reference],
@@ -41,9 +41,11 @@ describe("RequestSeries", () => {
     }
     const text = await ours.metrics();
     expect(text).toBe(await reference.metrics());
-    expect(text).toContain(`${REQUESTS_METRIC}{method="POST",route="/v1/csv-cleanup",status="402"} 2`);
-    expect(text).toContain(`${LATENCY_METRIC}_bucket{le="0.005",method="POST",route="/v1/csv-cleanup"} 2`);
-    expect(text).toContain(`${LATENCY_METRIC}_bucket{le="10",method="GET",route="/v1/jobs/:id"} 2`);
-    expect(text).toContain(`${LATENCY_METRIC}_bucket{le="+Inf",method="GET",route="/v1/jobs/:id"} 3`);
+    expect(text).toContain(`${REQUESTS_METRIC.name}{method="POST",route="/v1/csv-cleanup",status="402"} 2`);
+    expect(text).toContain(
+      `${LATENCY_METRIC.name}_bucket{le="0.005",method="POST",route="/v1/csv-cleanup"} 2`,
+    );
+    expect(text).toContain(`${LATENCY_METRIC.name}_bucket{le="10",method="GET",route="/v1/jobs/:id"} 2`);
+    expect(text).toContain(`${LATENCY_METRIC.name}_bucket{le="+Inf",method="GET",route="/v1/jobs/:id"} 3`);
   });
 });

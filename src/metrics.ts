@@ -1,21 +1,26 @@
 import { Counter, collectDefaultMetrics, type Metric, Registry } from "prom-client";
 
-export const REQUESTS_METRIC = "utility402_http_requests_total";
-export const LATENCY_METRIC = "utility402_http_request_duration_seconds";
+/** The request series as prom-client's Registry reads them (name, help, type). */
+export const REQUESTS_METRIC = {
+  name: "utility402_http_requests_total",
+  help: "HTTP requests by method, route and status.",
+  type: "counter",
+  aggregator: "sum",
+} as const;
+export const LATENCY_METRIC = {
+  name: "utility402_http_request_duration_seconds",
+  help: "HTTP request latency by method and route.",
+  type: "histogram",
+  aggregator: "sum",
+} as const;
 export const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
-/** What a Registry reads from a metric when it writes the exposition text. */
-interface ExportedMetric {
-  name: string;
-  help: string;
-  type: "counter" | "histogram";
-  aggregator: "sum";
-  values: {
-    metricName?: string;
-    labels: Record<string, string | number>;
-    sharedLabels?: Record<string, string>;
-    value: number;
-  }[];
+/** One line of a metric's exposition text, as a Registry reads it. */
+interface ExportedValue {
+  metricName?: string;
+  labels: Record<string, string | number>;
+  sharedLabels?: Record<string, string>;
+  value: number;
 }
 
 interface LatencySeries {
@@ -60,53 +65,37 @@ export class RequestSeries {
   }
 
   register(registry: Registry): void {
-    for (const get of [() => this.countValues(), () => this.latencyValues()]) {
-      const { name, help, type } = get();
-      registry.registerMetric({ name, help, type, get: async () => get() } as unknown as Metric);
-    }
+    const metric = (descriptor: { name: string }, values: () => ExportedValue[]) =>
+      ({ ...descriptor, get: async () => ({ ...descriptor, values: values() }) }) as unknown as Metric;
+    registry.registerMetric(metric(REQUESTS_METRIC, () => this.countValues()));
+    registry.registerMetric(metric(LATENCY_METRIC, () => this.latencyValues()));
   }
 
-  private countValues(): ExportedMetric {
-    return {
-      name: REQUESTS_METRIC,
-      help: "HTTP requests by method, route and status.",
-      type: "counter",
-      aggregator: "sum",
-      values: [...this.counts.values()].map(({ labels, value }) => ({ labels, value })),
-    };
+  private countValues(): ExportedValue[] {
+    return [...this.counts.values()].map(({ labels, value }) => ({ labels, value }));
   }
 
-  private latencyValues(): ExportedMetric {
-    const values: ExportedMetric["values"] = [];
+  private latencyValues(): ExportedValue[] {
+    const { name } = LATENCY_METRIC;
+    const values: ExportedValue[] = [];
     for (const { labels, perBucket, sum, count } of this.latencies.values()) {
       let cumulative = 0;
       LATENCY_BUCKETS.forEach((bound, index) => {
         cumulative += perBucket[index] as number;
         values.push({
-          metricName: `${LATENCY_METRIC}_bucket`,
+          metricName: `${name}_bucket`,
           labels: { le: bound },
           sharedLabels: labels,
           value: cumulative,
         });
       });
       values.push(
-        {
-          metricName: `${LATENCY_METRIC}_bucket`,
-          labels: { le: "+Inf" },
-          sharedLabels: labels,
-          value: count,
-        },
-        { metricName: `${LATENCY_METRIC}_sum`, labels: {}, sharedLabels: labels, value: sum },
-        { metricName: `${LATENCY_METRIC}_count`, labels: {}, sharedLabels: labels, value: count },
+        { metricName: `${name}_bucket`, labels: { le: "+Inf" }, sharedLabels: labels, value: count },
+        { metricName: `${name}_sum`, labels: {}, sharedLabels: labels, value: sum },
+        { metricName: `${name}_count`, labels: {}, sharedLabels: labels, value: count },
       );
     }
-    return {
-      name: LATENCY_METRIC,
-      help: "HTTP request latency by method and route.",
-      type: "histogram",
-      aggregator: "sum",
-      values,
-    };
+    return values;
   }
 }
 
