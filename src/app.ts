@@ -141,7 +141,9 @@ export function buildApp(services: AppServices): Hono<Env> {
       c.header("retry-after", String(POLL_AFTER_SECONDS));
     }
     c.header("cache-control", "no-store");
-    return c.json(jobView(job));
+    const record = job.paymentKey ? await store.getPayment(job.paymentKey) : undefined;
+    const payment = record && { record, deadline: gate.jobDeadline(record) };
+    return c.json(jobView(job, payment));
   });
 
   for (const route of freeRoutes) {

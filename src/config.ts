@@ -45,6 +45,7 @@ const EnvSchema = z.object({
   X402_ASSET_VERSION: optional(z.string().min(1)).default("2"),
   X402_PAY_TO: optional(address),
   X402_MAX_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(10).max(3600)).default(120),
+  X402_JOB_MAX_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(300).max(86_400)).default(1800),
   X402_FACILITATOR_URL: optional(httpUrl),
   X402_FACILITATOR_AUTH_HEADER: optional(
     z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"),
@@ -136,6 +137,11 @@ export interface Config {
     /** Unset only in local mode, where the local chain's dev account #1 is used. */
     payTo?: `0x${string}`;
     maxTimeoutSeconds: number;
+    /**
+     * maxTimeoutSeconds of an async operation's terms: its payment is held, unsettled, while the job runs,
+     * so the authorization must outlive the job (its deadline is this minus the time to settle).
+     */
+    jobMaxTimeoutSeconds: number;
     facilitatorUrl?: string;
     facilitatorAuth?: { header: string; value: string };
     facilitatorTimeoutMs: number;
@@ -266,6 +272,7 @@ export function loadConfig(
       assetVersion: e.X402_ASSET_VERSION,
       payTo: e.X402_PAY_TO as `0x${string}` | undefined,
       maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
+      jobMaxTimeoutSeconds: e.X402_JOB_MAX_TIMEOUT_SECONDS,
       facilitatorUrl: e.X402_FACILITATOR_URL,
       facilitatorAuth: e.X402_FACILITATOR_AUTH_VALUE
         ? { header: e.X402_FACILITATOR_AUTH_HEADER, value: e.X402_FACILITATOR_AUTH_VALUE }

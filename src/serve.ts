@@ -21,7 +21,8 @@ import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.t
 import type { JobWorker } from "./jobs/worker.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator.ts";
-import { PaymentGate } from "./payments/paid-call.ts";
+import { HeldPaymentSettler } from "./payments/held-payment-settler.ts";
+import { holdsPayment, PaymentGate } from "./payments/paid-call.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler-claim.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
 import { openStore } from "./store/open-store.ts";
@@ -77,6 +78,7 @@ export async function startService(
     throw error;
   });
   let worker: JobWorker | undefined;
+  let heldPayments: HeldPaymentSettler | undefined;
   const started = new Map<string, StartedOperation<unknown, unknown>>();
   const closeOperations = () =>
     Promise.all([
@@ -99,7 +101,9 @@ export async function startService(
     }
     // `serve` runs a worker of its own unless told not to, when an asynchronous operation is served.
     if (config.jobs.inProcessWorker && operations.some((operation) => operation.kind === "async")) {
-      worker = createWorker(config, store.jobs, jobHandlers(started), log, options.clock);
+      worker = createWorker(config, store.jobs, jobHandlers(started), log, options.clock, () =>
+        heldPayments?.wake(),
+      );
       await worker.start();
     }
     const backend = createPaymentBackend(payment, inProcess);
@@ -135,14 +139,28 @@ export async function startService(
     const metrics = new Metrics();
     // Chain reads settle unknown outcomes from the token's own record (RPC_URL is optional in facilitator mode).
     const chainRpc = inProcess?.rpcUrl ?? payment.rpcUrl;
+    const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
     const gate = new PaymentGate({
       resourceServer,
       store,
       metrics,
-      authorizations: chainRpc ? createAuthorizationChecker(chainRpc) : undefined,
+      authorizations,
       now: options.clock,
       settlementTimeoutMs: payment.settlementTimeoutMs,
     });
+    // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
+    if (operations.some(holdsPayment)) {
+      heldPayments = new HeldPaymentSettler({
+        store,
+        resourceServer,
+        metrics,
+        authorizations,
+        log: log.child({ component: "held-payments" }),
+        settlementTimeoutMs: payment.settlementTimeoutMs,
+        now: options.clock,
+      });
+      heldPayments.start();
+    }
     let shuttingDown = false;
 
     const readiness = async (): Promise<Readiness> => {
@@ -229,6 +247,7 @@ export async function startService(
         );
         clearTimeout(deadline);
         await worker?.stop(config.shutdownTimeoutMs);
+        await heldPayments?.stop();
         await closeOperations();
         await settlerHold?.release();
         await localChain?.stop();
@@ -241,6 +260,7 @@ export async function startService(
     return { url, config, localChain, payTo: settings.payTo, stop };
   } catch (error) {
     await worker?.stop(0);
+    await heldPayments?.stop();
     await closeOperations();
     await settlerHold?.release();
     await localChain?.stop();

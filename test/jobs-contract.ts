@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { JobQueue } from "../src/jobs/queue.ts";
-import type { PaymentState, Store } from "../src/store/store.ts";
+import type { HeldAuthorization, PaymentState, Store } from "../src/store/store.ts";
 
 /** A store under test on a clock the suite moves (epoch ms). */
 export interface ContractSubject {
@@ -11,6 +11,19 @@ export interface ContractSubject {
 export type SubjectFactory = (now: () => number) => Promise<ContractSubject>;
 
 const LEASE = 10_000;
+/** A held payment's kept authorization; the queue never reads it, the settler does. */
+const HELD_AUTHORIZATION = {
+  payload: { x402Version: 2, payload: { signature: "0x00" } },
+  requirements: {
+    scheme: "exact",
+    network: "eip155:8453",
+    asset: "0xasset",
+    amount: "5000000",
+    payTo: "0xpayto",
+    maxTimeoutSeconds: 1800,
+    extra: {},
+  },
+} as unknown as HeldAuthorization;
 const DAY = 86_400_000;
 
 /**
@@ -52,7 +65,12 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
         requestId: "req",
         leaseUntil: 0,
       });
-      if (state !== "verified") {
+      if (state === "held") {
+        await store.holdPayment(paymentKey, {
+          outcome: { status: 202, headers: {}, body: "{}" },
+          held: HELD_AUTHORIZATION,
+        });
+      } else if (state !== "verified") {
         await store.completePayment(paymentKey, {
           state,
           outcome: { status: 202, headers: {}, body: "{}" },
@@ -191,14 +209,91 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
       expect(await queue.liveWorkers(0)).toEqual([]);
     });
 
+    it("a paid job's result waits in ready until its payment settles (delivered) or is refused (withheld)", async () => {
+      const key = await payment("held");
+      const job = await queue.create(newJob(key));
+      expect(await queue.markPaid(job.id)).toBe(true);
+      await queue.claim("w1", ["research-brief"], LEASE);
+      expect(await queue.readyJobs()).toEqual([]);
+      expect(await queue.deliver(job.id)).toBe(false);
+      expect(await queue.complete(job.id, "w1", { answer: 42 })).toBe(true);
+      const ready = await queue.get(job.id);
+      expect(ready).toMatchObject({ state: "ready", result: { answer: 42 }, leaseOwner: null, finishedAt: null });
+      expect((await queue.readyJobs()).map((j) => j.id)).toEqual([job.id]);
+      expect(await queue.claim("w2", ["research-brief"], LEASE)).toBeUndefined();
+      expect(await queue.expire(job.id, { code: "deadline_passed", message: "late" })).toBe(false);
+      clock += 1000;
+      expect(await queue.deliver(job.id)).toBe(true);
+      expect(await queue.deliver(job.id)).toBe(false);
+      expect(await queue.withhold(job.id, { code: "payment_failed", message: "x" })).toBe(false);
+      expect(await queue.get(job.id)).toMatchObject({
+        state: "succeeded",
+        result: { answer: 42 },
+        progress: null,
+        finishedAt: new Date(clock).toISOString(),
+      });
+
+      const refused = await queue.create(newJob(await payment("held")), { queued: true });
+      await queue.claim("w1", ["research-brief"], LEASE);
+      await queue.complete(refused.id, "w1", { answer: 1 });
+      const error = { code: "payment_failed", message: "insufficient funds" };
+      expect(await queue.withhold(refused.id, error)).toBe(true);
+      expect(await queue.get(refused.id)).toMatchObject({ state: "failed", result: null, error });
+    });
+
+    it("a job without payment succeeds at once; expiring fails a job wherever it is before ready", async () => {
+      const free = await queue.create(newJob(), { queued: true });
+      await queue.claim("w1", ["research-brief"], LEASE);
+      await queue.complete(free.id, "w1", {});
+      expect((await queue.get(free.id))?.state).toBe("succeeded");
+
+      const error = { code: "deadline_passed", message: "too late" };
+      const waiting = await queue.create(newJob(await payment("held")));
+      const queued = await queue.create(newJob(await payment("held")), { queued: true });
+      const running = await queue.create(newJob(await payment("held")), { queued: true });
+      await queue.claim("w1", ["research-brief"], LEASE);
+      const claimedRunning = (await queue.get(running.id))?.state === "running" ? running : queued;
+      for (const job of [waiting, queued, running]) expect(await queue.expire(job.id, error)).toBe(true);
+      for (const job of [waiting, queued, running]) {
+        expect(await queue.get(job.id)).toMatchObject({ state: "failed", error, leaseOwner: null });
+      }
+      // The worker that still runs it can no longer finish it.
+      expect(await queue.complete(claimedRunning.id, "w1", {})).toBe(false);
+      expect(await queue.expire(queued.id, error)).toBe(false);
+    });
+
+    it("a held payment lists, takes a lease, and ends final; the ledger keeps its authorization", async () => {
+      const key = await payment("verified");
+      expect(
+        await store.holdPayment(key, { outcome: { status: 202, headers: {}, body: "{}" }, held: HELD_AUTHORIZATION }),
+      ).toBe(true);
+      expect(
+        await store.holdPayment(key, { outcome: { status: 202, headers: {}, body: "{}" }, held: HELD_AUTHORIZATION }),
+      ).toBe(false);
+      const held = await store.getPayment(key);
+      expect(held).toMatchObject({ state: "held", leaseUntil: 0, outcome: { status: 202 }, held: HELD_AUTHORIZATION });
+      expect((await store.heldPayments()).map((record) => record.paymentKey)).toEqual([key]);
+      expect(await store.takeOverPayment(key, clock, clock + LEASE)).toBe(true);
+      expect(await store.takeOverPayment(key, clock, clock + LEASE)).toBe(false);
+      await store.releaseLease(key);
+      expect(
+        await store.completePayment(key, { state: "settled", txHash: "0xtx", outcome: held?.outcome as never }),
+      ).toBe(true);
+      expect(await store.heldPayments()).toEqual([]);
+      expect(await store.getPayment(key)).toMatchObject({ state: "settled", txHash: "0xtx", held: HELD_AUTHORIZATION });
+    });
+
     it("maintenance queues jobs whose payment settled, drops unpaid ones, purges old results but keeps failed paid jobs", async () => {
       const settled = await queue.create(newJob(await payment("settled")));
+      const heldJob = await queue.create(newJob(await payment("held")));
       const released = await queue.create(newJob(await payment("released")));
       const refused = await queue.create(newJob(await payment("failed")));
       const pending = await queue.create(newJob(await payment("verified")));
       const first = await queue.maintain({ purgeBefore: 0, forgetWorkersBefore: 0 });
-      expect(first).toMatchObject({ promoted: 1, dropped: 2, purged: 0 });
+      expect(first).toMatchObject({ promoted: 2, dropped: 2, purged: 0 });
       expect((await queue.get(settled.id))?.state).toBe("queued");
+      expect((await queue.get(heldJob.id))?.state).toBe("queued");
+      await queue.expire(heldJob.id, { code: "deadline_passed", message: "not part of this case" });
       expect(await queue.get(released.id)).toBeUndefined();
       expect(await queue.get(refused.id)).toBeUndefined();
       expect((await queue.get(pending.id))?.state).toBe("awaiting_payment");
@@ -216,8 +311,9 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
       await queue.complete(fresh.id, "w1", {});
 
       const second = await queue.maintain({ purgeBefore: clock - 7 * DAY, forgetWorkersBefore: 0 });
-      expect(second.purged).toBe(1);
+      expect(second.purged).toBe(2);
       expect(await queue.get(old.id)).toBeUndefined();
+      expect(await queue.get(heldJob.id)).toBeUndefined();
       expect((await queue.get(fresh.id))?.state).toBe("succeeded");
       expect((await queue.get(settled.id))?.state).toBe("failed");
       expect(await queue.failedPaidJobs()).toEqual([

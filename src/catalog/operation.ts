@@ -42,8 +42,11 @@ export interface StartedOperation<I = unknown, O = unknown> {
    * provider), so the call is refused before any payment is asked for or taken.
    */
   admit?(): Promise<void>;
-  /** Async operations: the payment under which handle() recorded a job became final. Idempotent. */
-  paymentFinal?(paymentKey: string, state: "settled" | "released" | "failed"): Promise<void>;
+  /**
+   * Async operations: the payment under which handle() recorded a job is held (queue the job) or ended
+   * before it was held (released, failed: drop the job). Idempotent.
+   */
+  paymentFinal?(paymentKey: string, state: "held" | "released" | "failed"): Promise<void>;
   /** Async operations: runs one job of this operation in a worker (see src/jobs/worker.ts). */
   jobHandler?: JobHandler;
 }

@@ -1,19 +1,50 @@
-import type { Job } from "./queue.ts";
+import type { PaymentRecord } from "../store/store.ts";
+import type { Job, JobState } from "./queue.ts";
 
 /** Seconds a client should wait between polls of a job that is not finished. */
 export const POLL_AFTER_SECONDS = 2;
 
-/** A job as GET /v1/jobs/{id} shows it: no input, no payment, no worker names. */
-export function jobView(job: Job) {
+/** What the client sees of a state: a result waiting for its payment to settle is still "running". */
+const shownState = (state: JobState) => (state === "ready" ? "running" : state);
+
+const PAYMENT_NOTES: Record<PaymentRecord["state"], string> = {
+  verified: "the payment is being verified; nothing has been charged",
+  held: "the payment is authorized but not settled: it is settled only when the result is ready, and never if the job fails or passes its deadline",
+  settled: "the payment was settled when the result was ready",
+  released: "nothing was charged: the job did not deliver, and the authorization was never settled",
+  failed: "the payment could not be settled; nothing was charged and the result is withheld",
+};
+
+/**
+ * A job as GET /v1/jobs/{id} shows it: no input, no payer, no worker names. A paid job also shows what
+ * became of its payment (held → settled when the result is ready, or released) and, while it is not
+ * finished, `expiresAt`: the deadline after which it is given up and its payment released.
+ */
+export function jobView(job: Job, payment?: { record: PaymentRecord; deadline: number }) {
+  const finished = job.state === "succeeded" || job.state === "failed";
   return {
     id: job.id,
     type: job.type,
-    status: job.state,
+    status: shownState(job.state),
     createdAt: job.createdAt,
     ...(job.startedAt ? { startedAt: job.startedAt } : {}),
     ...(job.finishedAt ? { finishedAt: job.finishedAt } : {}),
     ...(job.progress ? { progress: job.progress } : {}),
     ...(job.state === "succeeded" ? { result: job.result } : {}),
     ...(job.error ? { error: job.error } : {}),
+    ...(payment && !finished ? { expiresAt: new Date(payment.deadline).toISOString() } : {}),
+    ...(payment ? { payment: paymentView(payment.record) } : {}),
+  };
+}
+
+function paymentView(record: PaymentRecord) {
+  return {
+    state: record.state,
+    amount: record.amount,
+    asset: record.asset,
+    network: record.network,
+    ...(record.state === "settled" ? { settledAt: record.updatedAt } : {}),
+    ...(record.txHash ? { transaction: record.txHash } : {}),
+    note: PAYMENT_NOTES[record.state],
   };
 }

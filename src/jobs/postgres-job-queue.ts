@@ -9,6 +9,8 @@ import {
   type JobState,
   type MaintenanceReport,
   type NewJob,
+  SECURED_PAYMENT,
+  SETTLING_PROGRESS,
   type WorkerRecord,
 } from "./queue.ts";
 
@@ -169,34 +171,58 @@ export class PostgresJobQueue implements JobQueue {
   }
 
   async complete(id: string, workerId: string, result: unknown): Promise<boolean> {
-    return this.finish(id, workerId, "succeeded", result, null);
+    const outcome = await this.pool.query(
+      `UPDATE jobs SET state = CASE WHEN payment_key IS NULL THEN 'succeeded' ELSE 'ready' END,
+         result = $3, progress = CASE WHEN payment_key IS NULL THEN NULL ELSE $4 END, lease_owner = NULL, lease_until = NULL,
+         finished_at = CASE WHEN payment_key IS NULL THEN $5::timestamptz END, updated_at = $5
+       WHERE id = $1 AND state = 'running' AND lease_owner = $2`,
+      [id, workerId, JSON.stringify(result), JSON.stringify(SETTLING_PROGRESS), this.date()],
+    );
+    return outcome.rowCount === 1;
   }
 
   async fail(id: string, workerId: string, error: JobError): Promise<boolean> {
-    return this.finish(id, workerId, "failed", null, error);
-  }
-
-  private async finish(
-    id: string,
-    workerId: string,
-    state: JobState,
-    result: unknown,
-    error: JobError | null,
-  ): Promise<boolean> {
     const outcome = await this.pool.query(
-      `UPDATE jobs SET state = $3, result = $4, error = $5, progress = NULL, lease_owner = NULL,
-         lease_until = NULL, finished_at = $6, updated_at = $6
+      `UPDATE jobs SET state = 'failed', error = $3, progress = NULL, lease_owner = NULL,
+         lease_until = NULL, finished_at = $4, updated_at = $4
        WHERE id = $1 AND state = 'running' AND lease_owner = $2`,
-      [
-        id,
-        workerId,
-        state,
-        result === null ? null : JSON.stringify(result),
-        error ? JSON.stringify(error) : null,
-        this.date(),
-      ],
+      [id, workerId, JSON.stringify(error), this.date()],
     );
     return outcome.rowCount === 1;
+  }
+
+  async deliver(id: string): Promise<boolean> {
+    const outcome = await this.pool.query(
+      `UPDATE jobs SET state = 'succeeded', progress = NULL, finished_at = $2, updated_at = $2
+       WHERE id = $1 AND state = 'ready'`,
+      [id, this.date()],
+    );
+    return outcome.rowCount === 1;
+  }
+
+  async withhold(id: string, error: JobError): Promise<boolean> {
+    const outcome = await this.pool.query(
+      `UPDATE jobs SET state = 'failed', result = NULL, error = $2, progress = NULL, finished_at = $3,
+         updated_at = $3
+       WHERE id = $1 AND state = 'ready'`,
+      [id, JSON.stringify(error), this.date()],
+    );
+    return outcome.rowCount === 1;
+  }
+
+  async expire(id: string, error: JobError): Promise<boolean> {
+    const outcome = await this.pool.query(
+      `UPDATE jobs SET state = 'failed', error = $2, progress = NULL, lease_owner = NULL, lease_until = NULL,
+         finished_at = $3, updated_at = $3
+       WHERE id = $1 AND state IN ('awaiting_payment', 'queued', 'running')`,
+      [id, JSON.stringify(error), this.date()],
+    );
+    return outcome.rowCount === 1;
+  }
+
+  async readyJobs(): Promise<Job[]> {
+    const { rows } = await this.pool.query<JobRow>("SELECT * FROM jobs WHERE state = 'ready' ORDER BY updated_at, id");
+    return rows.map(toJob);
   }
 
   async reportWorker(worker: Omit<WorkerRecord, "lastSeen">): Promise<void> {
@@ -237,7 +263,7 @@ export class PostgresJobQueue implements JobQueue {
       try {
         const promoted = await client.query(
           `UPDATE jobs SET state = 'queued', updated_at = $1
-           WHERE state = 'awaiting_payment' AND payment_key IN (${SETTLED})`,
+           WHERE state = 'awaiting_payment' AND payment_key IN (${SECURED_PAYMENT})`,
           [this.date()],
         );
         const dropped = await client.query(

@@ -5,14 +5,16 @@
  * PostgreSQL implementation (FOR UPDATE SKIP LOCKED, or pg-boss) serves many API instances and
  * workers later and must pass the same contract suite (test/jobs-contract.ts).
  *
- * States: awaiting_payment → queued → running → succeeded | failed. A job is recorded before its
- * payment settles (awaiting_payment, invisible to workers), queued once the payment is settled,
- * and dropped if it is not. A running job is held under a lease that its worker renews with
- * heartbeats; a job whose lease ran out (its worker died) is taken again, up to maxAttempts
- * claims, then failed with the reason.
+ * States: awaiting_payment → queued → running → ready → succeeded | failed. A job is recorded while
+ * its payment is being verified and held (awaiting_payment, invisible to workers), queued once the
+ * payment is held, and dropped if it is not. A running job is held under a lease that its worker
+ * renews with heartbeats; a job whose lease ran out (its worker died) is taken again, up to
+ * maxAttempts claims, then failed with the reason. A paid job's result waits in `ready`, unseen,
+ * until its held payment is settled (→ succeeded) or refused (→ failed, result withheld); a job
+ * whose held payment runs out of time is failed (`expire`) wherever it is.
  */
 
-export type JobState = "awaiting_payment" | "queued" | "running" | "succeeded" | "failed";
+export type JobState = "awaiting_payment" | "queued" | "running" | "ready" | "succeeded" | "failed";
 
 export interface JobError {
   /** A stable machine-readable code, e.g. "provider_failed", "attempts_exhausted". */
@@ -70,7 +72,7 @@ export interface WorkerRecord {
 }
 
 export interface MaintenanceReport {
-  /** awaiting_payment jobs whose payment the ledger shows settled: queued now. */
+  /** awaiting_payment jobs whose payment the ledger shows held (or settled): queued now. */
   promoted: number;
   /** awaiting_payment jobs whose payment was released or failed: dropped. */
   dropped: number;
@@ -96,8 +98,19 @@ export interface JobQueue {
   claim(workerId: string, types: readonly string[], leaseMs: number): Promise<Job | undefined>;
   /** Renews the lease (and records progress) while workerId still holds the job; false if it lost it. */
   heartbeat(id: string, workerId: string, leaseMs: number, progress?: JobProgress): Promise<boolean>;
-  /** running → succeeded with the result, only for the lease holder; false if it lost the job. */
+  /**
+   * running → ready with the result (a paid job: its payment is settled next), or → succeeded (a job
+   * without payment); only for the lease holder; false if it lost the job.
+   */
   complete(id: string, workerId: string, result: unknown): Promise<boolean>;
+  /** ready → succeeded: its payment is settled, the result is shown; false if not ready. */
+  deliver(id: string): Promise<boolean>;
+  /** ready → failed with the error, the result withheld (its payment was refused); false if not ready. */
+  withhold(id: string, error: JobError): Promise<boolean>;
+  /** awaiting_payment | queued | running → failed (its payment's time ran out); false if it was past those. */
+  expire(id: string, error: JobError): Promise<boolean>;
+  /** Jobs in state ready, oldest first: results waiting for their payment to be settled. */
+  readyJobs(): Promise<Job[]>;
   /** running → failed with the error, only for the lease holder; false if it lost the job. */
   fail(id: string, workerId: string, error: JobError): Promise<boolean>;
   /** Liveness: insert or refresh the worker's row. */
@@ -134,3 +147,9 @@ export const attemptsExhausted = (attempts: number): JobError => ({
 });
 
 export const FINAL_JOB_STATES: readonly JobState[] = ["succeeded", "failed"];
+
+/** What a paid job shows while its result waits for its payment to be settled. */
+export const SETTLING_PROGRESS: JobProgress = { stage: "settling payment", fraction: 0.98 };
+
+/** Ledger states in which a job's payment is secured: the job may run. */
+export const SECURED_PAYMENT = "SELECT payment_key FROM payments WHERE state IN ('held', 'settled')";

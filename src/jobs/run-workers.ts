@@ -17,8 +17,10 @@ export function createWorker(
   handlers: ReadonlyMap<string, JobHandler>,
   log: Logger,
   now?: () => number,
+  onJobFinished?: () => void,
 ): JobWorker {
   return new JobWorker({
+    onJobFinished,
     queue,
     handlers,
     log: log.child({ component: "worker" }),

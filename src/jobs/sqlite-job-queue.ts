@@ -9,6 +9,8 @@ import {
   type JobState,
   type MaintenanceReport,
   type NewJob,
+  SECURED_PAYMENT,
+  SETTLING_PROGRESS,
   type WorkerRecord,
 } from "./queue.ts";
 
@@ -95,11 +97,32 @@ export class SqliteJobQueue implements JobQueue {
         `UPDATE jobs SET lease_until = @leaseUntil, progress = coalesce(@progress, progress), updated_at = @now
          WHERE id = @id AND state = 'running' AND lease_owner = @workerId`,
       ),
-      finish: db.prepare(
-        `UPDATE jobs SET state = @state, result = @result, error = @error, progress = NULL,
+      fail: db.prepare(
+        `UPDATE jobs SET state = 'failed', error = @error, progress = NULL,
            lease_owner = NULL, lease_until = NULL, finished_at = @now, updated_at = @now
          WHERE id = @id AND state = 'running' AND lease_owner = @workerId`,
       ),
+      ready: db.prepare(
+        `UPDATE jobs SET state = CASE WHEN payment_key IS NULL THEN 'succeeded' ELSE 'ready' END,
+           result = @result, progress = CASE WHEN payment_key IS NULL THEN NULL ELSE @progress END, lease_owner = NULL, lease_until = NULL,
+           finished_at = CASE WHEN payment_key IS NULL THEN @now END, updated_at = @now
+         WHERE id = @id AND state = 'running' AND lease_owner = @workerId`,
+      ),
+      deliver: db.prepare(
+        `UPDATE jobs SET state = 'succeeded', progress = NULL, finished_at = @now, updated_at = @now
+         WHERE id = @id AND state = 'ready'`,
+      ),
+      withhold: db.prepare(
+        `UPDATE jobs SET state = 'failed', result = NULL, error = @error, progress = NULL, finished_at = @now,
+           updated_at = @now
+         WHERE id = @id AND state = 'ready'`,
+      ),
+      expire: db.prepare(
+        `UPDATE jobs SET state = 'failed', error = @error, progress = NULL, lease_owner = NULL, lease_until = NULL,
+           finished_at = @now, updated_at = @now
+         WHERE id = @id AND state IN ('awaiting_payment', 'queued', 'running')`,
+      ),
+      readyJobs: db.prepare("SELECT * FROM jobs WHERE state = 'ready' ORDER BY updated_at, id"),
       reportWorker: db.prepare(
         `INSERT INTO workers (id, types, host, pid, started_at, last_seen)
          VALUES (@id, @types, @host, @pid, @startedAt, @lastSeen)
@@ -109,7 +132,7 @@ export class SqliteJobQueue implements JobQueue {
       liveWorkers: db.prepare("SELECT * FROM workers WHERE last_seen >= ? ORDER BY started_at, id"),
       promote: db.prepare(
         `UPDATE jobs SET state = 'queued', updated_at = ?
-         WHERE state = 'awaiting_payment' AND payment_key IN (${SETTLED})`,
+         WHERE state = 'awaiting_payment' AND payment_key IN (${SECURED_PAYMENT})`,
       ),
       dropUnpaid: db.prepare(
         `DELETE FROM jobs WHERE state = 'awaiting_payment' AND payment_key IN
@@ -195,22 +218,34 @@ export class SqliteJobQueue implements JobQueue {
   }
 
   async complete(id: string, workerId: string, result: unknown): Promise<boolean> {
-    return this.finish(id, workerId, "succeeded", result, null);
+    const outcome = this.statements.ready.run({
+      id,
+      workerId,
+      result: JSON.stringify(result),
+      progress: JSON.stringify(SETTLING_PROGRESS),
+      now: this.iso(),
+    });
+    return outcome.changes === 1;
+  }
+
+  async deliver(id: string): Promise<boolean> {
+    return this.statements.deliver.run({ id, now: this.iso() }).changes === 1;
+  }
+
+  async withhold(id: string, error: JobError): Promise<boolean> {
+    return this.statements.withhold.run({ id, error: JSON.stringify(error), now: this.iso() }).changes === 1;
+  }
+
+  async expire(id: string, error: JobError): Promise<boolean> {
+    return this.statements.expire.run({ id, error: JSON.stringify(error), now: this.iso() }).changes === 1;
+  }
+
+  async readyJobs(): Promise<Job[]> {
+    return (this.statements.readyJobs.all() as JobRow[]).map(toJob);
   }
 
   async fail(id: string, workerId: string, error: JobError): Promise<boolean> {
-    return this.finish(id, workerId, "failed", null, error);
-  }
-
-  private finish(id: string, workerId: string, state: JobState, result: unknown, error: JobError | null) {
-    const outcome = this.statements.finish.run({
-      id,
-      workerId,
-      state,
-      result: result === null ? null : JSON.stringify(result),
-      error: error ? JSON.stringify(error) : null,
-      now: this.iso(),
-    });
+    const outcome = this.statements.fail.run({ id, workerId, error: JSON.stringify(error), now: this.iso() });
     return outcome.changes === 1;
   }
 

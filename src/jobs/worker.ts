@@ -41,6 +41,8 @@ export interface WorkerOptions {
   retentionMs: number;
   /** How often an idle worker looks for work. */
   pollMs?: number;
+  /** Told when a job ended here (its held payment can be settled or released now). */
+  onJobFinished?: () => void;
   now?: () => number;
 }
 
@@ -170,7 +172,7 @@ export class JobWorker {
           },
         });
         if (controller.signal.aborted) return;
-        if (await queue.complete(job.id, this.id, result)) log.info("job succeeded");
+        if (await queue.complete(job.id, this.id, result)) log.info("job done");
         else log.warn("job finished after its lease was lost; the other worker's outcome stands");
       } catch (error) {
         if (controller.signal.aborted) {
@@ -186,6 +188,7 @@ export class JobWorker {
       } finally {
         clearInterval(heartbeat);
         this.running.delete(job.id);
+        this.options.onJobFinished?.();
         this.wake?.();
       }
     })();

@@ -20,8 +20,9 @@ import type { AnyOperation, OperationResult } from "../catalog/operation.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
 import { ChainUnavailableError, isTransportError } from "../chain/transport-failures.ts";
 import type { Metrics } from "../metrics.ts";
+import { jobDeadline } from "./held-payment-settler.ts";
 import { Problem } from "../problem.ts";
-import type { PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
+import type { PaymentCompletion, PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
 import type { PaymentTerms } from "./terms.ts";
 
 export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
@@ -48,6 +49,16 @@ export const DOWNLOAD_TOKEN_HEADER = "x-download-token";
 const EXPIRY_MARGIN_SECONDS = 30;
 /** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
 const SETTLEMENT_PENDING = "settlement_pending";
+/** An async operation only records its job before answering: the lease of that answer is this short. */
+const JOB_ACCEPT_MS = 30_000;
+/** A held payment must leave a job at least this long to run (beyond the time to settle it). */
+export const MIN_JOB_WINDOW_SECONDS = 120;
+
+/**
+ * An async operation's payment is held, not settled, when its job is accepted: it is settled only once
+ * the job has delivered its result (HeldPaymentSettler), so a job that fails costs nothing.
+ */
+export const holdsPayment = (operation: AnyOperation) => operation.kind === "async";
 
 export interface PaidCall {
   operation: AnyOperation;
@@ -61,11 +72,11 @@ export interface PaidCall {
   /** Runs the operation; an async one records its job under this payment (see onFinal). */
   run: (payment: { paymentKey: string }) => Promise<OperationResult<unknown>>;
   /**
-   * Async operations: told when the payment becomes final, before the ledger says so, so that the
-   * job recorded by run() is queued (settled) or dropped (released, failed) exactly once whichever
-   * attempt (this request, a retry, another instance) finishes the payment. Must be idempotent.
+   * Async operations: told when the payment is held (after the ledger says so: the job recorded by
+   * run() is queued) or ends unheld (released, failed: the job is dropped), exactly once whichever
+   * attempt (this request, a retry, another instance) gets there. Must be idempotent.
    */
-  onFinal?: (paymentKey: string, state: Exclude<PaymentState, "verified">) => Promise<void>;
+  onFinal?: (paymentKey: string, state: Exclude<PaymentState, "verified" | "settled">) => Promise<void>;
 }
 
 const hex = (bytes?: number) =>
@@ -164,6 +175,11 @@ export class PaymentGate {
     };
   }
 
+  /** Until when the job of a held payment may run before it is given up and the payment released. */
+  jobDeadline(record: Pick<PaymentRecord, "validBefore">): number {
+    return jobDeadline(record, this.settlementTimeoutMs);
+  }
+
   /** Resolves when no paid call is between verification and its answer. */
   async drain(): Promise<void> {
     if (this.active === 0) return;
@@ -191,6 +207,7 @@ export class PaymentGate {
     if (known) return this.repeat(known, identity, call);
 
     await this.ensureInitialized();
+    if (holdsPayment(call.operation)) this.checkHoldWindow(identity, call);
     await this.verify(identity, call);
     const lease = this.leaseUntil(call);
     const reservation = await this.store.reservePayment({
@@ -328,6 +345,7 @@ export class PaymentGate {
       };
       await this.store.recordPendingOutcome(identity.paymentKey, answer);
     }
+    if (holdsPayment(operation)) return this.hold(identity, call, answer);
     // The operation took its time: the settlement gets a fresh lease so no one takes over meanwhile. If
     // another attempt took the payment over while this one ran past its lease, that attempt settles it.
     const renewed = await this.store.renewLease(
@@ -376,6 +394,42 @@ export class PaymentGate {
     }
     const rejected = this.rejected(call, settlement.errorReason ?? "settlement_failed", reason);
     return this.finish(identity, call, "failed", rejected.toResponse(operation.path), { error: reason });
+  }
+
+  /**
+   * An accepted job: its payment is held, unsettled, with the answer (the 202) as its outcome, and the
+   * job queued. HeldPaymentSettler settles it when the job delivers, or releases it when it does not.
+   */
+  private async hold(identity: PaymentIdentity, call: PaidCall, answer: StoredOutcome): Promise<StoredOutcome> {
+    const held = await this.store.holdPayment(identity.paymentKey, {
+      outcome: answer,
+      held: { payload: identity.payload, requirements: identity.requirements },
+    });
+    if (!held) {
+      // Another attempt (one that outlived its lease) moved the payment on first: its outcome stands.
+      const record = await this.store.getPayment(identity.paymentKey);
+      if (record?.outcome) return record.outcome;
+      throw paymentsUnavailable("the payment is being processed by another request; retry the same request");
+    }
+    this.metrics.paymentState(call.operation.id, "held");
+    call.log.info({ validBefore: identity.authorization.validBefore }, "payment held until the job delivers");
+    // The ledger says held first: a crash here leaves the job awaiting payment, and the settler or the
+    // workers' maintenance queues it from the ledger.
+    await call.onFinal?.(identity.paymentKey, "held");
+    return answer;
+  }
+
+  /** A held payment must outlive the job: an authorization that expires too soon is refused before any work. */
+  private checkHoldWindow(identity: PaymentIdentity, call: PaidCall): void {
+    const left = Number(identity.authorization.validBefore) - this.now() / 1000;
+    const needed = MIN_JOB_WINDOW_SECONDS + (2 * this.settlementTimeoutMs + LEASE_MARGIN_MS) / 1000;
+    if (left < needed) {
+      throw this.rejected(
+        call,
+        "authorization_too_short",
+        `this job's payment is settled only when its result is ready: sign an authorization valid for at least ${Math.ceil(needed)} s (validBefore), as maxTimeoutSeconds says`,
+      );
+    }
   }
 
   /**
@@ -599,17 +653,15 @@ export class PaymentGate {
   private async finish(
     identity: PaymentIdentity,
     call: PaidCall,
-    state: Exclude<PaymentState, "verified">,
+    state: PaymentCompletion["state"],
     outcome: StoredOutcome,
     extra: { txHash?: string | null; error?: string } = {},
   ): Promise<StoredOutcome> {
     let completed: boolean;
     if (state === "settled") {
-      // Money moved: queue what it paid for before the ledger says so (a crash in between is resumed and
-      // settles to the same transfer). Should the store fail now, the client must not read "nothing was
-      // charged": the payment stays open and its retry delivers the kept answer, charged once.
+      // Money moved. Should the store fail now, the client must not read "nothing was charged": the payment
+      // stays open and its retry delivers the kept answer, charged once.
       try {
-        await call.onFinal?.(identity.paymentKey, state);
         completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
       } catch (error) {
         call.log.error({ err: error }, "settled, but the outcome could not be recorded");
@@ -634,14 +686,15 @@ export class PaymentGate {
     return outcome;
   }
 
-  /** Long enough for the operation (bounded by the authorization's lifetime) and two settlement waits. */
+  /**
+   * Long enough for the operation (bounded by the authorization's lifetime; an async one only records its
+   * job) and two settlement waits.
+   */
   private leaseUntil(call: PaidCall): number {
-    return (
-      this.now() +
-      call.terms.requirements.maxTimeoutSeconds * 1000 +
-      2 * this.settlementTimeoutMs +
-      LEASE_MARGIN_MS
-    );
+    const operationMs = holdsPayment(call.operation)
+      ? JOB_ACCEPT_MS
+      : call.terms.requirements.maxTimeoutSeconds * 1000;
+    return this.now() + operationMs + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS;
   }
 
   /** 402 for a payment that was presented but cannot be accepted: the terms again, with the reason. */

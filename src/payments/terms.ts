@@ -13,6 +13,8 @@ export interface PaymentSettings {
   assetVersion: string;
   payTo: `0x${string}`;
   maxTimeoutSeconds: number;
+  /** An async operation's payment is held while its job runs: its authorization must last that long. */
+  jobMaxTimeoutSeconds: number;
 }
 
 /** The static payment terms of one route: built once at start, since they never change per request. */
@@ -30,7 +32,7 @@ export function paymentRequirements(operation: AnyOperation, settings: PaymentSe
     asset: settings.asset,
     amount: atomicPrice(operation),
     payTo: settings.payTo,
-    maxTimeoutSeconds: settings.maxTimeoutSeconds,
+    maxTimeoutSeconds: operation.kind === "async" ? settings.jobMaxTimeoutSeconds : settings.maxTimeoutSeconds,
     // The EIP-712 domain of the token: USDC on Base mainnet is "USD Coin", version "2".
     extra: { name: settings.assetName, version: settings.assetVersion },
   };

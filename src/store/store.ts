@@ -1,3 +1,4 @@
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { JobQueue } from "../jobs/queue.ts";
 
 /**
@@ -6,7 +7,18 @@ import type { JobQueue } from "../jobs/queue.ts";
  * instances) are interchangeable.
  */
 
-export type PaymentState = "verified" | "settled" | "released" | "failed";
+/**
+ * verified → settled | released | failed for work delivered in the request (settled once it is done);
+ * verified → held → settled | released | failed for a job: the signed authorization is kept, unsettled,
+ * until the job delivers (settled), fails or runs out of time (released: nothing was ever sent).
+ */
+export type PaymentState = "verified" | "held" | "settled" | "released" | "failed";
+
+/** What settling a held payment later needs: the signed payload and the terms it was verified against. */
+export interface HeldAuthorization {
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+}
 
 /** The response a payment produced, kept so a retry of the same payment gets the same answer. */
 export interface StoredOutcome {
@@ -53,12 +65,14 @@ export interface PaymentRecord extends NewPayment {
   outcome: StoredOutcome | null;
   /** The operation's successful answer, kept from before settlement until the payment is final. */
   pendingOutcome: StoredOutcome | null;
+  /** A held payment's authorization (state "held", and kept after it for the record). */
+  held: HeldAuthorization | null;
   createdAt: string;
   updatedAt: string;
 }
 
 export interface PaymentCompletion {
-  state: Exclude<PaymentState, "verified">;
+  state: Exclude<PaymentState, "verified" | "held">;
   txHash?: string | null;
   error?: string | null;
   outcome: StoredOutcome;
@@ -107,7 +121,15 @@ export interface Store {
   getPayment(paymentKey: string): Promise<PaymentRecord | undefined>;
   /** Keeps the operation's answer before settling, so a crash or a lost receipt cannot lose a paid result. */
   recordPendingOutcome(paymentKey: string, outcome: StoredOutcome): Promise<void>;
-  /** Takes over an unfinished payment whose lease expired (its owner died or gave up); true if taken. */
+  /**
+   * verified → held: the answer (a job's 202) is the payment's outcome from now on, the authorization is
+   * kept to be settled when the job delivers, and the lease is let go (whoever settles takes it anew).
+   * False if the payment was not "verified" (another attempt already moved it on).
+   */
+  holdPayment(paymentKey: string, hold: { outcome: StoredOutcome; held: HeldAuthorization }): Promise<boolean>;
+  /** Every payment in state "held", oldest first: what the held-payment settler looks after. */
+  heldPayments(): Promise<PaymentRecord[]>;
+  /** Takes over an unfinished (verified or held) payment whose lease expired; true if taken. */
   takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean>;
   /**
    * Extends the owner's lease on an unfinished payment (before a settlement that may take a while), only
@@ -117,7 +139,7 @@ export interface Store {
   /** Gives up ownership of an unfinished payment so that the next retry may resume it at once. */
   releaseLease(paymentKey: string): Promise<void>;
   /**
-   * Moves a "verified" payment to its final state with the outcome; false if it was already final.
+   * Moves a "verified" or "held" payment to its final state with the outcome; false if it was already final.
    * "settled" is the one exception: it also replaces "released" or "failed", because only the chain
    * decides that money moved (a late attempt's settlement can land after a faster one gave up).
    */

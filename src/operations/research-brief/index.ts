@@ -99,10 +99,10 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
     async paymentFinal(paymentKey, state) {
       const job = await queue.getByPayment(paymentKey);
       if (!job) {
-        if (state === "settled") log.error({ paymentKey }, "a settled research payment has no job");
+        if (state === "held") log.error({ paymentKey }, "a held research payment has no job");
         return;
       }
-      if (state === "settled") await queue.markPaid(job.id);
+      if (state === "held") await queue.markPaid(job.id);
       else await queue.drop(job.id);
     },
   };

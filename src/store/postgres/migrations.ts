@@ -92,4 +92,18 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: "held payments and jobs ready for settlement",
+    sql: `
+      ALTER TABLE payments DROP CONSTRAINT payments_state_check;
+      ALTER TABLE payments ADD CONSTRAINT payments_state_check
+        CHECK (state IN ('verified', 'held', 'settled', 'released', 'failed'));
+      ALTER TABLE payments ADD COLUMN held JSONB;
+      CREATE INDEX payments_held ON payments (state) WHERE state = 'held';
+      ALTER TABLE jobs DROP CONSTRAINT jobs_state_check;
+      ALTER TABLE jobs ADD CONSTRAINT jobs_state_check
+        CHECK (state IN ('awaiting_payment', 'queued', 'running', 'ready', 'succeeded', 'failed'));
+    `,
+  },
 ];

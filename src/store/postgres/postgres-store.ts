@@ -2,6 +2,7 @@ import pg from "pg";
 import { PostgresJobQueue } from "../../jobs/postgres-job-queue.ts";
 import type {
   CacheEntry,
+  HeldAuthorization,
   NewPayment,
   PaymentCompletion,
   PaymentCounts,
@@ -45,6 +46,7 @@ interface PaymentRow {
   error: string | null;
   outcome: StoredOutcome | null;
   pending_outcome: StoredOutcome | null;
+  held: HeldAuthorization | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -68,6 +70,7 @@ const toRecord = (row: PaymentRow): PaymentRecord => ({
   error: row.error,
   outcome: row.outcome,
   pendingOutcome: row.pending_outcome,
+  held: row.held,
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString(),
 });
@@ -198,10 +201,27 @@ export class PostgresStore implements Store {
     );
   }
 
+  async holdPayment(paymentKey: string, hold: { outcome: StoredOutcome; held: HeldAuthorization }): Promise<boolean> {
+    const result = await this.pool.query(
+      `UPDATE payments SET state = 'held', outcome = $2, held = $3, pending_outcome = NULL, lease_until = 0,
+         updated_at = $4
+       WHERE payment_key = $1 AND state = 'verified'`,
+      [paymentKey, JSON.stringify(hold.outcome), JSON.stringify(hold.held), new Date()],
+    );
+    return result.rowCount === 1;
+  }
+
+  async heldPayments(): Promise<PaymentRecord[]> {
+    const { rows } = await this.pool.query<PaymentRow>(
+      "SELECT *, amount::text AS amount FROM payments WHERE state = 'held' ORDER BY created_at, payment_key",
+    );
+    return rows.map(toRecord);
+  }
+
   async takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean> {
     const result = await this.pool.query(
       `UPDATE payments SET lease_until = $1, updated_at = $2
-       WHERE payment_key = $3 AND state = 'verified' AND lease_until <= $4`,
+       WHERE payment_key = $3 AND state IN ('verified', 'held') AND lease_until <= $4`,
       [leaseUntil, new Date(), paymentKey, now],
     );
     return result.rowCount === 1;
@@ -209,7 +229,7 @@ export class PostgresStore implements Store {
 
   async renewLease(paymentKey: string, heldUntil: number, leaseUntil: number): Promise<boolean> {
     const result = await this.pool.query(
-      "UPDATE payments SET lease_until = $1 WHERE payment_key = $2 AND state = 'verified' AND lease_until = $3",
+      "UPDATE payments SET lease_until = $1 WHERE payment_key = $2 AND state IN ('verified', 'held') AND lease_until = $3",
       [leaseUntil, paymentKey, heldUntil],
     );
     return result.rowCount === 1;
@@ -217,7 +237,7 @@ export class PostgresStore implements Store {
 
   async releaseLease(paymentKey: string): Promise<void> {
     await this.pool.query(
-      "UPDATE payments SET lease_until = 0 WHERE payment_key = $1 AND state = 'verified'",
+      "UPDATE payments SET lease_until = 0 WHERE payment_key = $1 AND state IN ('verified', 'held')",
       [paymentKey],
     );
   }
@@ -226,7 +246,7 @@ export class PostgresStore implements Store {
     const result = await this.pool.query(
       `UPDATE payments SET state = $2, tx_hash = $3, error = $4, outcome = $5, pending_outcome = NULL, updated_at = $6
        WHERE payment_key = $1
-         AND (state = 'verified' OR ($2 = 'settled' AND state IN ('released', 'failed')))`,
+         AND (state IN ('verified', 'held') OR ($2 = 'settled' AND state IN ('released', 'failed')))`,
       [
         paymentKey,
         completion.state,

@@ -2,6 +2,11 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * The migration rebuilds a table others reference (SQLite cannot change a CHECK in place): foreign keys
+   * are switched off around its transaction and checked before it commits (SQLite's documented procedure).
+   */
+  rebuildsTables?: boolean;
 }
 
 /** Append only: a released migration is never edited, a change is a new version. */
@@ -113,6 +118,73 @@ export const SQLITE_MIGRATIONS: Migration[] = [
         started_at  TEXT NOT NULL,
         last_seen   INTEGER NOT NULL
       );
+    `,
+  },
+  {
+    version: 6,
+    name: "held payments and jobs ready for settlement",
+    rebuildsTables: true,
+    sql: `
+      CREATE TABLE payments_new (
+        payment_key   TEXT PRIMARY KEY,
+        payload_hash  TEXT NOT NULL,
+        request_hash  TEXT NOT NULL,
+        operation_id  TEXT NOT NULL,
+        network       TEXT NOT NULL,
+        asset         TEXT NOT NULL,
+        amount        TEXT NOT NULL,
+        payer         TEXT NOT NULL,
+        pay_to        TEXT NOT NULL,
+        nonce         TEXT NOT NULL,
+        valid_before  INTEGER NOT NULL,
+        lease_until   INTEGER NOT NULL,
+        state         TEXT NOT NULL CHECK (state IN ('verified', 'held', 'settled', 'released', 'failed')),
+        tx_hash       TEXT,
+        request_id    TEXT NOT NULL,
+        error         TEXT,
+        outcome       TEXT,
+        pending_outcome TEXT,
+        held          TEXT,
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+      );
+      INSERT INTO payments_new (payment_key, payload_hash, request_hash, operation_id, network, asset, amount, payer,
+        pay_to, nonce, valid_before, lease_until, state, tx_hash, request_id, error, outcome, pending_outcome,
+        created_at, updated_at)
+      SELECT payment_key, payload_hash, request_hash, operation_id, network, asset, amount, payer,
+        pay_to, nonce, valid_before, lease_until, state, tx_hash, request_id, error, outcome, pending_outcome,
+        created_at, updated_at FROM payments;
+      DROP TABLE payments;
+      ALTER TABLE payments_new RENAME TO payments;
+      CREATE INDEX payments_created_at ON payments (created_at);
+      CREATE INDEX payments_operation_state ON payments (operation_id, state);
+      CREATE INDEX payments_held ON payments (state) WHERE state = 'held';
+
+      CREATE TABLE jobs_new (
+        id            TEXT PRIMARY KEY,
+        type          TEXT NOT NULL,
+        state         TEXT NOT NULL
+                      CHECK (state IN ('awaiting_payment', 'queued', 'running', 'ready', 'succeeded', 'failed')),
+        input         TEXT NOT NULL,
+        payment_key   TEXT UNIQUE REFERENCES payments (payment_key),
+        attempts      INTEGER NOT NULL DEFAULT 0,
+        max_attempts  INTEGER NOT NULL,
+        lease_owner   TEXT,
+        lease_until   INTEGER,
+        progress      TEXT,
+        result        TEXT,
+        error         TEXT,
+        created_at    TEXT NOT NULL,
+        started_at    TEXT,
+        finished_at   TEXT,
+        updated_at    TEXT NOT NULL
+      );
+      INSERT INTO jobs_new SELECT id, type, state, input, payment_key, attempts, max_attempts, lease_owner,
+        lease_until, progress, result, error, created_at, started_at, finished_at, updated_at FROM jobs;
+      DROP TABLE jobs;
+      ALTER TABLE jobs_new RENAME TO jobs;
+      CREATE INDEX jobs_runnable ON jobs (state, type, created_at);
+      CREATE INDEX jobs_finished_at ON jobs (finished_at);
     `,
   },
 ];

@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import { SqliteJobQueue } from "../../jobs/sqlite-job-queue.ts";
 import type {
   CacheEntry,
+  HeldAuthorization,
   NewPayment,
   PaymentCompletion,
   PaymentCounts,
@@ -37,6 +38,7 @@ interface PaymentRow {
   error: string | null;
   outcome: string | null;
   pending_outcome: string | null;
+  held: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -60,6 +62,7 @@ const toRecord = (row: PaymentRow): PaymentRecord => ({
   error: row.error,
   outcome: row.outcome ? JSON.parse(row.outcome) : null,
   pendingOutcome: row.pending_outcome ? JSON.parse(row.pending_outcome) : null,
+  held: row.held ? JSON.parse(row.held) : null,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -93,20 +96,28 @@ export class SqliteStore implements Store {
         `UPDATE payments SET state = @state, tx_hash = @txHash, error = @error, outcome = @outcome,
            pending_outcome = NULL, updated_at = @now
          WHERE payment_key = @paymentKey
-           AND (state = 'verified' OR (@state = 'settled' AND state IN ('released', 'failed')))`,
+           AND (state IN ('verified', 'held') OR (@state = 'settled' AND state IN ('released', 'failed')))`,
+      ),
+      holdPayment: this.db.prepare(
+        `UPDATE payments SET state = 'held', outcome = @outcome, held = @held, pending_outcome = NULL,
+           lease_until = 0, updated_at = @now
+         WHERE payment_key = @paymentKey AND state = 'verified'`,
+      ),
+      heldPayments: this.db.prepare(
+        "SELECT * FROM payments WHERE state = 'held' ORDER BY created_at, payment_key",
       ),
       renewLease: this.db.prepare(
-        "UPDATE payments SET lease_until = ? WHERE payment_key = ? AND state = 'verified' AND lease_until = ?",
+        "UPDATE payments SET lease_until = ? WHERE payment_key = ? AND state IN ('verified', 'held') AND lease_until = ?",
       ),
       recordPendingOutcome: this.db.prepare(
         `UPDATE payments SET pending_outcome = ?, updated_at = ? WHERE payment_key = ? AND state = 'verified'`,
       ),
       takeOver: this.db.prepare(
         `UPDATE payments SET lease_until = ?, updated_at = ?
-         WHERE payment_key = ? AND state = 'verified' AND lease_until <= ?`,
+         WHERE payment_key = ? AND state IN ('verified', 'held') AND lease_until <= ?`,
       ),
       releaseLease: this.db.prepare(
-        "UPDATE payments SET lease_until = 0 WHERE payment_key = ? AND state = 'verified'",
+        "UPDATE payments SET lease_until = 0 WHERE payment_key = ? AND state IN ('verified', 'held')",
       ),
       revenue: this.db.prepare(
         `SELECT substr(updated_at, 1, 10) AS day, operation_id, count(*) AS payments,
@@ -160,12 +171,20 @@ export class SqliteStore implements Store {
     );
     for (const migration of SQLITE_MIGRATIONS) {
       if (applied.has(migration.version)) continue;
-      this.db.transaction(() => {
-        this.db.exec(migration.sql);
-        this.db
-          .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
-          .run(migration.version, migration.name, new Date().toISOString());
-      })();
+      if (migration.rebuildsTables) this.db.pragma("foreign_keys = OFF");
+      try {
+        this.db.transaction(() => {
+          this.db.exec(migration.sql);
+          if (migration.rebuildsTables && (this.db.pragma("foreign_key_check") as unknown[]).length > 0) {
+            throw new Error(`migration ${migration.version} would break a foreign key`);
+          }
+          this.db
+            .prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
+            .run(migration.version, migration.name, new Date().toISOString());
+        })();
+      } finally {
+        if (migration.rebuildsTables) this.db.pragma("foreign_keys = ON");
+      }
     }
   }
 
@@ -188,6 +207,20 @@ export class SqliteStore implements Store {
 
   async recordPendingOutcome(paymentKey: string, outcome: StoredOutcome): Promise<void> {
     this.statements.recordPendingOutcome.run(JSON.stringify(outcome), new Date().toISOString(), paymentKey);
+  }
+
+  async holdPayment(paymentKey: string, hold: { outcome: StoredOutcome; held: HeldAuthorization }): Promise<boolean> {
+    const result = this.statements.holdPayment.run({
+      paymentKey,
+      outcome: JSON.stringify(hold.outcome),
+      held: JSON.stringify(hold.held),
+      now: new Date().toISOString(),
+    });
+    return result.changes === 1;
+  }
+
+  async heldPayments(): Promise<PaymentRecord[]> {
+    return (this.statements.heldPayments.all() as PaymentRow[]).map(toRecord);
   }
 
   async takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean> {
