@@ -1,3 +1,4 @@
+import { Worker } from "node:worker_threads";
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
 import { squeeze } from "./text.ts";
@@ -23,10 +24,11 @@ function blocksOf(html: string): string[] {
 
 /**
  * The main text of a page: HTML through Mozilla Readability on linkedom (navigation, footers and
- * ads dropped); plain text as it is.
+ * ads dropped); plain text as it is; a PDF as the text `pdfText` read from it (the fetcher has
+ * already turned the document into paragraphs separated by blank lines).
  */
 export function readablePage(body: string, contentType: string, fallbackTitle: string): ReadablePage {
-  if (contentType.startsWith("text/plain")) {
+  if (contentType.startsWith("text/plain") || PDF_TYPES.some((type) => contentType.startsWith(type))) {
     const paragraphs = body
       .split(/\n\s*\n/)
       .map(squeeze)
@@ -39,4 +41,79 @@ export function readablePage(body: string, contentType: string, fallbackTitle: s
   const text = article?.content ? blocksOf(article.content).join("\n\n") : "";
   const publishedAt = article?.publishedTime ? squeeze(article.publishedTime) : undefined;
   return { title, text, ...(publishedAt ? { publishedAt } : {}) };
+}
+
+/** Content types read as PDF documents. */
+export const PDF_TYPES = ["application/pdf", "application/x-pdf"];
+
+export interface PdfLimits {
+  /** Pages read from the start of the document; the rest are ignored. */
+  maxPages: number;
+  /** Characters of text kept. */
+  maxChars: number;
+  /** The parse is stopped (its worker terminated) after this long. */
+  timeoutMs: number;
+  /** Heap of the parsing worker, in MiB. */
+  maxHeapMb: number;
+  signal?: AbortSignal;
+}
+
+export const PDF_LIMITS: PdfLimits = { maxPages: 50, maxChars: 200_000, timeoutMs: 10_000, maxHeapMb: 256 };
+
+/**
+ * The text of a PDF document, one paragraph per blank-line-separated block, read by PDF.js (the
+ * `unpdf` build) in a worker thread: a document anyone on the web wrote is parsed off the main
+ * thread, with its own heap limit, at most `maxPages` pages, and the worker is terminated after
+ * `timeoutMs` or when `signal` aborts. Rejects when the document cannot be parsed.
+ */
+export function pdfText(
+  bytes: Uint8Array,
+  limits: Partial<PdfLimits> = {},
+): Promise<{ text: string; pages: number; pagesRead: number }> {
+  const { maxPages, maxChars, timeoutMs, maxHeapMb, signal } = { ...PDF_LIMITS, ...limits };
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const worker = new Worker(new URL("./pdf-worker.mjs", import.meta.url), {
+      workerData: { bytes, maxPages, maxChars },
+      resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: 32 },
+      stdout: true,
+      stderr: true,
+    });
+    worker.stdout.resume();
+    worker.stderr.resume();
+    let settled = false;
+    const finish = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      void worker.terminate();
+      outcome();
+    };
+    const timer = setTimeout(
+      () => finish(() => reject(new Error(`the PDF was not read within ${timeoutMs} ms`))),
+      timeoutMs,
+    );
+    const onAbort = () => finish(() => reject(signal?.reason));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    worker.once(
+      "message",
+      (message: { ok: boolean; message?: string; text?: string; pages?: number; pagesRead?: number }) =>
+        finish(() =>
+          message.ok
+            ? resolve({
+                text: message.text ?? "",
+                pages: message.pages ?? 0,
+                pagesRead: message.pagesRead ?? 0,
+              })
+            : reject(new Error(`the PDF could not be read: ${message.message}`)),
+        ),
+    );
+    worker.once("error", (error) =>
+      finish(() => reject(new Error(`the PDF could not be read: ${error.message}`))),
+    );
+    worker.once("exit", (code) =>
+      finish(() => reject(new Error(`the PDF reader stopped (exit code ${code}) before it answered`))),
+    );
+  });
 }
