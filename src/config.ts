@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { parseAllowHost } from "./operations/research-brief/fetch-allow.ts";
 
 /** USDC on Base mainnet; the local test chain places the same contract at the same address. */
 export const BASE_USDC_ADDRESS = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -102,7 +103,19 @@ const EnvSchema = z.object({
   RESEARCH_LLM_BASE_URL: optional(httpUrl),
   RESEARCH_LLM_API_KEY: optional(z.string()),
   RESEARCH_LLM_MODEL: optional(z.string().min(1)),
-  RESEARCH_FETCH_ALLOW_HOSTS: optional(z.string()).default(""),
+  RESEARCH_FETCH_ALLOW_HOSTS: optional(
+    z.string().transform((value, context) =>
+      value
+        .split(",")
+        .filter((entry) => entry.trim())
+        .flatMap((entry) => {
+          const parsed = parseAllowHost(entry);
+          if ("entry" in parsed) return [parsed.entry];
+          context.addIssue({ code: "custom", message: `${parsed.error} (write host or host:port)` });
+          return [];
+        }),
+    ),
+  ).default([]),
   JOB_RETENTION_DAYS: optional(
     z.coerce.number().int().min(7, "must be at least 7 (results are kept a week)"),
   ).default(7),
@@ -174,7 +187,10 @@ export interface Config {
     search?: { provider: "searxng" | "brave" | "tavily"; url: string; apiKey?: string };
     /** Unset: briefs are extractive (ranked sentences from the sources), no model. */
     llm?: { baseUrl: string; apiKey?: string; model: string };
-    /** Hosts (names or IP addresses) the page fetcher may reach although they resolve to private addresses. */
+    /**
+     * `host:port` entries (IPv6 `[::1]:8080`) the page fetcher may reach although the host is or
+     * resolves to a private address; a bare host allows ports 80 and 443 only. Canonical form.
+     */
     fetchAllowHosts: string[];
   };
   jobs: {
@@ -326,9 +342,7 @@ export function loadConfig(
             model: e.RESEARCH_LLM_MODEL as string,
           }
         : undefined,
-      fetchAllowHosts: e.RESEARCH_FETCH_ALLOW_HOSTS.split(",")
-        .map((host) => host.trim().toLowerCase())
-        .filter(Boolean),
+      fetchAllowHosts: e.RESEARCH_FETCH_ALLOW_HOSTS,
     },
     jobs: {
       retentionMs: e.JOB_RETENTION_DAYS * 86_400_000,

@@ -276,7 +276,8 @@ export async function startStandIns(): Promise<StandIns> {
 
 /**
  * The service settings that point research at the stand-ins: search, pages on 127.0.0.1 (which the
- * fetcher may reach only because it is allowed here; see research-brief-ssrf.test.ts), the model
+ * fetcher may reach only because their host:port is allowed here, no other port of 127.0.0.1; see
+ * research-brief-ssrf.test.ts), the model
  * unless `withModel` is false (extractive briefs), and a job lease when given (short, so a killed
  * worker's job is taken again soon).
  */
@@ -286,7 +287,7 @@ export const researchEnv = (
 ): Record<string, string> => ({
   RESEARCH_SEARCH_PROVIDER: "searxng",
   RESEARCH_SEARCH_URL: standIns.searchUrl,
-  RESEARCH_FETCH_ALLOW_HOSTS: "127.0.0.1",
+  RESEARCH_FETCH_ALLOW_HOSTS: new URL(standIns.pagesUrl).host,
   ...(options.withModel === false
     ? {}
     : { RESEARCH_LLM_BASE_URL: standIns.modelUrl, RESEARCH_LLM_MODEL: "standin-model-1" }),

@@ -3,6 +3,9 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import zlib from "node:zlib";
+import { classifyAddress } from "./address-class.ts";
+import { isAllowedUrl, parseAllowHosts } from "./fetch-allow.ts";
+import { PDF_TYPES, pdfText } from "./readable.ts";
 
 /** Why a URL was not fetched; `code` is stable (tests and logs read it). */
 export class FetchRefused extends Error {
@@ -16,7 +19,8 @@ export class FetchRefused extends Error {
       | "content_type"
       | "status"
       | "timeout"
-      | "network",
+      | "network"
+      | "unreadable",
     message: string,
   ) {
     super(message);
@@ -24,9 +28,15 @@ export class FetchRefused extends Error {
 }
 
 export interface SafeFetchOptions {
-  /** Host names or IP addresses that may be reached although they are private (test stand-ins, an intranet). */
+  /**
+   * `host:port` entries (IPv6 as `[::1]:8080`) that may be reached although the host is or resolves
+   * to a private address (test stand-ins, an intranet); a bare `host` allows ports 80 and 443 only.
+   */
   allowHosts: readonly string[];
+  /** Cap on an HTML or text page, after decompression. */
   maxBytes?: number;
+  /** Cap on a PDF document, after decompression. */
+  maxPdfBytes?: number;
   timeoutMs?: number;
   maxRedirects?: number;
   /** Aborts the fetch (the job was abandoned). */
@@ -38,93 +48,53 @@ export interface FetchedPage {
   /** The URL after redirects. */
   url: string;
   contentType: string;
+  /** The page as text; for a PDF, the text read from the document (paragraphs separated by blank lines). */
   text: string;
 }
 
 const MAX_BYTES = 2 * 1024 * 1024;
+const MAX_PDF_BYTES = 8 * 1024 * 1024;
 const TIMEOUT_MS = 15_000;
 const MAX_REDIRECTS = 5;
-const READABLE_TYPES = ["text/html", "application/xhtml+xml", "text/plain"];
-
-/**
- * Addresses a fetch must never reach unless the host is allowed by name: loopback, private,
- * carrier-grade NAT, link-local (cloud metadata at 169.254.169.254 and fd00:ec2::254), multicast,
- * reserved, documentation ranges, and IPv6 forms that embed an IPv4 address.
- */
-const BLOCKED = new net.BlockList();
-for (const [prefix, bits] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.0.2.0", 24],
-  ["192.88.99.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["198.51.100.0", 24],
-  ["203.0.113.0", 24],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4],
-] as const) {
-  BLOCKED.addSubnet(prefix, bits, "ipv4");
-}
-for (const [prefix, bits] of [
-  ["::", 128],
-  ["::1", 128],
-  ["::ffff:0:0", 96], // IPv4-mapped
-  ["64:ff9b::", 96], // NAT64
-  ["100::", 64],
-  ["2001:db8::", 32],
-  ["2002::", 16], // 6to4
-  ["fc00::", 7], // unique local (fd00:ec2::254 is AWS metadata)
-  ["fe80::", 10],
-  ["fec0::", 10],
-  ["ff00::", 8],
-] as const) {
-  BLOCKED.addSubnet(prefix, bits, "ipv6");
-}
-
-function isBlockedAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return true;
-  return BLOCKED.check(address, family === 4 ? "ipv4" : "ipv6");
-}
+const READABLE_TYPES = ["text/html", "application/xhtml+xml", "text/plain", ...PDF_TYPES];
+const isPdf = (contentType: string) => PDF_TYPES.some((type) => contentType.startsWith(type));
 
 const bareHost = (url: URL) => url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
 
-/** Checks a URL before any connection: http(s) only, no credentials, no private address literal. */
-function checkUrl(url: URL, allowHosts: readonly string[]): void {
+/**
+ * Checks a URL before any connection: http(s) only, no credentials, no special-purpose address
+ * literal unless its host and port are allowed. Returns whether they are allowed.
+ */
+function checkUrl(url: URL, allowHosts: readonly string[]): boolean {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new FetchRefused("scheme", `only http and https URLs are fetched, not ${url.protocol}`);
   }
   if (url.username || url.password)
     throw new FetchRefused("credentials", "URLs with credentials are not fetched");
+  if (isAllowedUrl(url, allowHosts)) return true;
   const host = bareHost(url);
-  if (allowHosts.includes(host)) return;
-  if (net.isIP(host) && isBlockedAddress(host)) {
-    throw new FetchRefused("address", `${host} is a private, loopback, link-local or reserved address`);
+  if (net.isIP(host)) {
+    const verdict = classifyAddress(host);
+    if (!verdict.public) throw new FetchRefused("address", `${verdict.reason}: not fetched`);
   }
+  return false;
 }
 
 /**
- * Resolves a host name and refuses it if any of its addresses is blocked. Used as the socket's
- * `lookup`, so the address checked is the address connected to (no DNS rebinding in between).
+ * Resolves a host name and refuses it if any of its addresses is not public (see address-class.ts)
+ * unless the URL's host and port are allowed. Used as the socket's `lookup`, so the address checked
+ * is the address connected to (no DNS rebinding in between).
  */
-function guardedLookup(allowHosts: readonly string[]): net.LookupFunction {
+function guardedLookup(allowed: boolean): net.LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { all: true, family: options.family ?? 0 }, (error, addresses) => {
       if (error) return callback(error, "", 0);
-      const host = hostname.toLowerCase();
-      const blocked = addresses.find((entry) => isBlockedAddress(entry.address));
-      if (blocked && !allowHosts.includes(host)) {
+      const refused = allowed
+        ? undefined
+        : addresses.map((entry) => classifyAddress(entry.address)).find((verdict) => !verdict.public);
+      if (refused && !refused.public) {
         return callback(
-          new FetchRefused(
-            "address",
-            `${hostname} resolves to ${blocked.address}, a private or reserved address`,
-          ),
+          new FetchRefused("address", `${hostname} resolves to ${refused.address}: ${refused.reason}`),
           "",
           0,
         );
@@ -143,18 +113,23 @@ interface RawResponse {
   body?: Buffer;
 }
 
-function requestOnce(url: URL, options: Required<Omit<SafeFetchOptions, "signal">>, signal: AbortSignal) {
+function requestOnce(
+  url: URL,
+  allowed: boolean,
+  options: Required<Omit<SafeFetchOptions, "signal">>,
+  signal: AbortSignal,
+) {
   return new Promise<RawResponse>((resolve, reject) => {
     const client = url.protocol === "https:" ? https : http;
     const request = client.request(
       url,
       {
         method: "GET",
-        lookup: guardedLookup(options.allowHosts),
+        lookup: guardedLookup(allowed),
         signal,
         headers: {
           "user-agent": options.userAgent,
-          accept: "text/html,application/xhtml+xml,text/plain;q=0.8",
+          accept: "text/html,application/xhtml+xml,text/plain;q=0.8,application/pdf;q=0.7",
           "accept-encoding": "gzip, deflate, br",
         },
       },
@@ -175,10 +150,11 @@ function requestOnce(url: URL, options: Required<Omit<SafeFetchOptions, "signal"
             new FetchRefused("content_type", `not a readable page (${contentType || "no type"})`),
           );
         }
+        const maxBytes = isPdf(contentType) ? options.maxPdfBytes : options.maxBytes;
         const length = Number(response.headers["content-length"] ?? 0);
-        if (length > options.maxBytes) {
+        if (length > maxBytes) {
           response.destroy();
-          return reject(new FetchRefused("too_large", `the page is larger than ${options.maxBytes} bytes`));
+          return reject(new FetchRefused("too_large", `the page is larger than ${maxBytes} bytes`));
         }
         const encoding = String(response.headers["content-encoding"] ?? "").toLowerCase();
         const decoded =
@@ -193,10 +169,10 @@ function requestOnce(url: URL, options: Required<Omit<SafeFetchOptions, "signal"
         let size = 0;
         decoded.on("data", (chunk: Buffer) => {
           size += chunk.length;
-          if (size > options.maxBytes) {
+          if (size > maxBytes) {
             response.destroy();
             decoded.destroy();
-            reject(new FetchRefused("too_large", `the page is larger than ${options.maxBytes} bytes`));
+            reject(new FetchRefused("too_large", `the page is larger than ${maxBytes} bytes`));
             return;
           }
           chunks.push(chunk);
@@ -221,14 +197,17 @@ function decode(body: Buffer, contentType: string): string {
 
 /**
  * Fetches a public web page for reading, refusing anything that could reach inside the network
- * it runs in: http(s) only; every host resolved and refused if any address is private, loopback,
- * link-local or metadata (unless the host is in `allowHosts`); each redirect checked again; size,
- * time and redirect caps; readable content types only.
+ * it runs in: http(s) only; every host resolved and refused if any address is not public
+ * (address-class.ts: private, loopback, link-local, metadata, reserved, or an IPv6 form carrying
+ * such an IPv4 address) unless its host and port are in `allowHosts`; each redirect checked again;
+ * size, time and redirect caps; readable content types only. A PDF is read to text in a worker
+ * thread (readable.ts `pdfText`) within the same time limit.
  */
 export async function safeFetch(target: string, options: SafeFetchOptions): Promise<FetchedPage> {
   const settings = {
-    allowHosts: options.allowHosts.map((host) => host.toLowerCase()),
+    allowHosts: parseAllowHosts(options.allowHosts),
     maxBytes: options.maxBytes ?? MAX_BYTES,
+    maxPdfBytes: options.maxPdfBytes ?? MAX_PDF_BYTES,
     timeoutMs: options.timeoutMs ?? TIMEOUT_MS,
     maxRedirects: options.maxRedirects ?? MAX_REDIRECTS,
     userAgent: options.userAgent ?? "utility402-research/1.0",
@@ -242,10 +221,11 @@ export async function safeFetch(target: string, options: SafeFetchOptions): Prom
     throw new FetchRefused("scheme", `not a URL: ${target}`);
   }
   for (let hop = 0; ; hop++) {
-    checkUrl(url, settings.allowHosts);
+    const allowed = checkUrl(url, settings.allowHosts);
     let response: RawResponse;
     try {
-      response = await requestOnce(url, settings, signal);
+      signal.throwIfAborted(); // no connection at all for a job already abandoned
+      response = await requestOnce(url, allowed, settings, signal);
     } catch (error) {
       if (error instanceof FetchRefused) throw error;
       if (timeout.aborted)
@@ -264,6 +244,18 @@ export async function safeFetch(target: string, options: SafeFetchOptions): Prom
         throw new FetchRefused("scheme", `redirect to an invalid URL: ${response.location}`);
       }
       continue;
+    }
+    if (isPdf(response.contentType)) {
+      const body = response.body as Buffer;
+      const read = await pdfText(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), {
+        signal,
+      }).catch((error: unknown) => {
+        if (timeout.aborted)
+          throw new FetchRefused("timeout", `no complete answer within ${settings.timeoutMs} ms`);
+        if (signal.aborted) throw error;
+        throw new FetchRefused("unreadable", (error as Error).message);
+      });
+      return { url: url.toString(), contentType: response.contentType, text: read.text };
     }
     return {
       url: url.toString(),
