@@ -13,7 +13,7 @@ import {
 } from "./operations/clinical-trials-query/ingest-command.ts";
 import { inProcessFacilitator } from "./payments/facilitator.ts";
 import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
-import { formatFailedPaidJobs, formatRevenueReport } from "./payments/ledger-report.ts";
+import { formatFailedPaidJobs, formatPaymentStates, formatRevenueReport } from "./payments/ledger-report.ts";
 import { createSettlerSigner } from "./payments/settler-signer.ts";
 import { buildProductsCommand, prepareReleases } from "./products/cli.ts";
 import { startService } from "./serve.ts";
@@ -83,10 +83,11 @@ async function ledgerCommand(args: string[]): Promise<void> {
   try {
     const rows = await store.revenueByOperationAndDay();
     const failedJobs = await store.jobs.failedPaidJobs();
+    const states = await store.paymentCounts();
     process.stdout.write(
       args.includes("--json")
         ? `${JSON.stringify(rows, null, 2)}\n`
-        : formatRevenueReport(rows) + formatFailedPaidJobs(failedJobs),
+        : formatRevenueReport(rows) + formatPaymentStates(states) + formatFailedPaidJobs(failedJobs),
     );
   } finally {
     await store.close();

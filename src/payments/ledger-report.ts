@@ -1,5 +1,5 @@
 import type { FailedPaidJob } from "../jobs/queue.ts";
-import type { RevenueRow } from "../store/store.ts";
+import type { PaymentCounts, RevenueRow } from "../store/store.ts";
 
 const usd = (atomic: bigint) => {
   const whole = atomic / 1_000_000n;
@@ -30,6 +30,18 @@ export function formatRevenueReport(rows: RevenueRow[]): string {
   }
   operations.push(["total", String(payments), usd(total)]);
   return `Revenue by day and operation\n${render(table)}\nRevenue by operation\n${render(operations)}`;
+}
+
+/**
+ * How many payments are in each state, by operation: `held` are jobs' authorizations not settled yet
+ * (settled when the result is ready), `released` were never charged (the work did not deliver).
+ */
+export function formatPaymentStates(counts: PaymentCounts[]): string {
+  if (counts.length === 0) return "";
+  const table = [["operation", "state", "payments"]];
+  const sorted = [...counts].sort((a, b) => a.operationId.localeCompare(b.operationId) || a.state.localeCompare(b.state));
+  for (const row of sorted) table.push([row.operationId, row.state, String(row.count)]);
+  return `\nPayments by state\n${render(table)}`;
 }
 
 /**

@@ -12,6 +12,14 @@ import { QUESTION, researchEnv, type StandIns, startStandIns } from "./research-
 
 const PRICE = 5_000_000n;
 
+async function until(condition: () => Promise<boolean>, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function pollUntilFinished(statusUrl: string) {
   for (let i = 0; i < 600; i++) {
     const body = await (await fetch(statusUrl)).json();
@@ -21,7 +29,7 @@ async function pollUntilFinished(statusUrl: string) {
   throw new Error(`${statusUrl} did not finish`);
 }
 
-describe("a research payment whose settlement outcome is unknown", () => {
+describe("a held research payment whose settlement answer is lost at delivery", () => {
   let chain: LocalChain;
   let rpc: Awaited<ReturnType<typeof startFlakyRpc>>;
   let standIns: StandIns;
@@ -49,7 +57,7 @@ describe("a research payment whose settlement outcome is unknown", () => {
     await chain?.stop();
   });
 
-  it("keeps the job awaiting payment (not run), and the retry that finds the transfer queues it once", async () => {
+  it("holds the result (still running) until the chain says paid, then delivers it, charged once", async () => {
     const balanceOf = usdcBalances(chain.rpcUrl);
     const payer = createPayer(devPrivateKey(8));
     const url = `${service.url}/v1/research-brief`;
@@ -57,38 +65,41 @@ describe("a research payment whose settlement outcome is unknown", () => {
     const payment = await payer.signPayment(await fetch(url, jsonPost(request)));
     const before = await balanceOf(payer.address);
 
+    // Accepting the job sends nothing: the first broadcast is the settlement at delivery, and its answer is lost.
     rpc.goDarkAfterNextBroadcast();
-    const lost = await fetch(url, jsonPost(request, payment));
-    expect(lost.status).toBe(503);
-    expect((await lost.json()).detail).toContain("retry the same request with the same payment");
-    expect(await balanceOf(payer.address)).toBe(before - PRICE);
+    const accepted = await fetch(url, jsonPost(request, payment));
+    expect(accepted.status).toBe(202);
+    expect(paymentReceipt(accepted)).toBeUndefined();
+    const { jobId, statusUrl } = await accepted.json();
 
     const store = await openStore(service.config.database);
     try {
       const key = paymentKeyOf(payment);
-      const waiting = await store.jobs.getByPayment(key);
-      expect(waiting?.state).toBe("awaiting_payment");
-      // The worker is alive and idle, yet never starts a job whose payment is not known to be settled.
+      // The transfer landed, the service cannot see it: the brief waits, shown running, not delivered.
+      await until(async () => (await balanceOf(payer.address)) === before - PRICE);
+      await until(async () => (await store.jobs.get(jobId))?.state === "ready");
       await new Promise((resolve) => setTimeout(resolve, 1500));
-      expect((await store.jobs.get(waiting?.id as string))?.state).toBe("awaiting_payment");
-      expect(standIns.searches).toHaveLength(0);
+      const waiting = await (await fetch(statusUrl)).json();
+      expect(waiting).toMatchObject({
+        status: "running",
+        progress: { stage: "settling payment" },
+        payment: { state: "held" },
+      });
+      expect(waiting.result).toBeUndefined();
+      expect(typeof waiting.expiresAt).toBe("string");
+      expect((await store.getPayment(key))?.state).toBe("held");
 
       rpc.heal();
-      const retried = await fetch(url, jsonPost(request, payment));
-      expect(retried.status).toBe(202);
-      const accepted = await retried.json();
-      expect(accepted.jobId).toBe(waiting?.id);
-      expect(retried.headers.get("location")).toBe(accepted.statusUrl);
-      expect(paymentReceipt(retried)?.success).toBe(true);
-
-      const job = await pollUntilFinished(accepted.statusUrl);
+      const job = await pollUntilFinished(statusUrl);
       expect(job.status).toBe("succeeded");
+      expect(job.result.sources.length).toBeGreaterThanOrEqual(2);
+      expect(job.payment).toMatchObject({ state: "settled", transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
       expect(standIns.modelRequests).toHaveLength(1);
-      expect(await store.jobs.get(accepted.jobId)).toMatchObject({ attempts: 1, paymentKey: key });
+      expect(await store.jobs.get(jobId)).toMatchObject({ attempts: 1, paymentKey: key });
       expect((await store.getPayment(key))?.state).toBe("settled");
-      // And again: the same job, not another one.
+      // The same payment again is the same job, not another one.
       const again = await fetch(url, jsonPost(request, payment));
-      expect((await again.json()).jobId).toBe(accepted.jobId);
+      expect((await again.json()).jobId).toBe(jobId);
     } finally {
       await store.close();
     }
@@ -96,21 +107,22 @@ describe("a research payment whose settlement outcome is unknown", () => {
   });
 });
 
-describe("a research payment whose settlement is refused", () => {
+describe("a held research payment whose authorization is spent elsewhere while the job runs", () => {
   let standIns: StandIns;
   let service: TestService;
   let spend: () => Promise<void> = async () => {};
 
-  // The payer spends the authorization's nonce elsewhere while the job is being recorded.
-  const spendsFirst = defineOperation({
+  // The payer spends the authorization's nonce elsewhere after the job was accepted, before its brief is ready.
+  const spendsWhileRunning = defineOperation({
     ...researchBrief,
     start: async (env) => {
       const started = await (researchBrief.start as NonNullable<typeof researchBrief.start>)(env);
+      const run = started.jobHandler as NonNullable<typeof started.jobHandler>;
       return {
         ...started,
-        handle: async (input, ctx) => {
+        jobHandler: async (input, context) => {
           await spend();
-          return started.handle(input, ctx);
+          return run(input, context);
         },
       };
     },
@@ -118,14 +130,14 @@ describe("a research payment whose settlement is refused", () => {
 
   beforeAll(async () => {
     standIns = await startStandIns();
-    service = await startTestService(researchEnv(standIns), { operations: [spendsFirst] });
+    service = await startTestService(researchEnv(standIns), { operations: [spendsWhileRunning] });
   });
   afterAll(async () => {
     await service?.stop();
     await standIns?.stop();
   });
 
-  it("drops the job and answers 402: no job id, nothing charged, nothing run", async () => {
+  it("withholds the brief: the job fails payment_failed, nothing reaches payTo, the ledger says failed", async () => {
     const rpcUrl = service.localChain?.rpcUrl as string;
     const balanceOf = usdcBalances(rpcUrl);
     const payer = createPayer(devPrivateKey(9));
@@ -134,25 +146,25 @@ describe("a research payment whose settlement is refused", () => {
     const { nonce } = JSON.parse(Buffer.from(Object.values(payment)[0] as string, "base64").toString())
       .payload.authorization;
     spend = () => spendNonceElsewhere(rpcUrl, devPrivateKey(9), nonce);
-    const payToBefore = await balanceOf(service.payTo);
+    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
 
     const response = await fetch(url, jsonPost({ question: QUESTION }, payment));
-    expect(response.status).toBe(402);
-    const problem = await response.json();
-    expect(problem.jobId).toBeUndefined();
-    expect(response.headers.get("location")).toBeNull();
-    expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
+    expect(response.status).toBe(202);
+    const job = await pollUntilFinished((await response.json()).statusUrl);
+    expect(job.status).toBe("failed");
+    expect(job.result).toBeUndefined();
+    expect(job.error.code).toBe("payment_failed");
+    expect(job.error.message).toContain("cancelled or spent on another transfer");
+    expect(job.payment.state).toBe("failed");
     expect(await balanceOf(service.payTo)).toBe(payToBefore);
+    expect(await balanceOf(payer.address)).toBe(payerBefore);
 
     const store = await openStore(service.config.database);
     try {
-      const key = paymentKeyOf(payment);
-      expect((await store.getPayment(key))?.state).toBe("failed");
-      expect(await store.jobs.getByPayment(key)).toBeUndefined();
+      expect((await store.getPayment(paymentKeyOf(payment)))?.state).toBe("failed");
+      expect(await store.jobs.failedPaidJobs()).toEqual([]);
     } finally {
       await store.close();
     }
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(standIns.searches).toHaveLength(0);
   });
 });

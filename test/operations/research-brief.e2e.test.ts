@@ -67,9 +67,9 @@ describe("research-brief with a search provider and a model", () => {
       pollAfterSeconds: 2,
     });
     expect(accepted.headers.get("location")).toBe(body.statusUrl);
-    expect(paymentReceipt(accepted)).toMatchObject({ success: true, network: "eip155:8453" });
-    expect(await balanceOf(payer.address)).toBe((before[0] as bigint) - PRICE);
-    expect(await balanceOf(service.payTo)).toBe((before[1] as bigint) + PRICE);
+    // Accepted, not charged: the payment is held and settled only when the brief is ready.
+    expect(paymentReceipt(accepted)).toBeUndefined();
+    expect(await balanceOf(payer.address)).toBe(before[0]);
 
     // The same payment again is the same job, not a second one, and not a second charge.
     const replay = await fetch(`${service.url}/v1/research-brief`, jsonPost(request, headers));
@@ -79,6 +79,15 @@ describe("research-brief with a search provider and a model", () => {
 
     const { body: job } = await pollJob(body.statusUrl);
     expect(job).toMatchObject({ id: body.jobId, type: "research-brief", status: "succeeded" });
+    expect(job.payment).toMatchObject({
+      state: "settled",
+      amount: String(PRICE),
+      network: "eip155:8453",
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
+    expect(Date.parse(job.payment.settledAt)).toBeGreaterThanOrEqual(Date.parse(job.startedAt));
+    expect(await balanceOf(payer.address)).toBe((before[0] as bigint) - PRICE);
+    expect(await balanceOf(service.payTo)).toBe((before[1] as bigint) + PRICE);
     expect(Date.parse(job.startedAt)).toBeGreaterThanOrEqual(Date.parse(job.createdAt));
     expect(Date.parse(job.finishedAt)).toBeGreaterThanOrEqual(Date.parse(job.startedAt));
     const brief = ResearchBriefResult.parse(job.result);
