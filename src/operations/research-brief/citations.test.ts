@@ -30,6 +30,32 @@ describe("verifyCitations", () => {
   });
 });
 
+describe("links whose URL contains parentheses", () => {
+  const wikipedia = [{ n: 1, url: "https://en.wikipedia.org/wiki/Python_(programming_language)" }];
+
+  it("a Markdown link to a read page with ) in its URL is kept whole, not garbled", () => {
+    const markdown =
+      "Python is a general-purpose language ([Python](https://en.wikipedia.org/wiki/Python_(programming_language))) [1].";
+    const checked = verifyCitations(markdown, wikipedia);
+    expect(checked.text).toBe(markdown);
+    expect(checked.removed).toEqual([]);
+  });
+
+  it("a bare URL with ) in it is recognised, and a link to an unread page is removed whole", () => {
+    const checked = verifyCitations(
+      "See https://en.wikipedia.org/wiki/Python_(programming_language). " +
+        "Compare [Monty](https://en.wikipedia.org/wiki/Monty_Python_(disambiguation)) too [1].",
+      wikipedia,
+    );
+    expect(checked.text).toBe(
+      "See https://en.wikipedia.org/wiki/Python_(programming_language). Compare Monty too [1].",
+    );
+    expect(checked.removed).toEqual([
+      "a link to https://en.wikipedia.org/wiki/Monty_Python_(disambiguation)",
+    ]);
+  });
+});
+
 describe("limitWords", () => {
   it("cuts at a sentence boundary so that the words (markers not counted) fit", () => {
     const text = "One two three four [1]. Five six seven [2].\n\n- Eight nine ten.\n- Eleven twelve.";
@@ -57,25 +83,51 @@ describe("planQueries and the extractive answer", () => {
     ]);
   });
 
-  it("quotes relevant sentences only, each cited, every relevant source at least once, within maxWords", () => {
+  it("leads with the best sentence, then quotes relevant sentences by source, each cited, then lists the sources", () => {
     const answer = extractiveAnswer(
       "Why do heat pumps help winter range?",
       undefined,
       [
         {
           n: 1,
+          title: "Heat pumps",
+          url: "https://a.example/heat-pumps",
           text: "Heat pumps move heat instead of making it, which helps winter range a lot. Unrelated sentence about tax law here.",
         },
-        { n: 2, text: "Resistive heaters draw several kilowatts in winter and shorten the range of vans." },
-        { n: 3, text: "The stock market rose on Tuesday for the third day in a row." },
+        {
+          n: 2,
+          title: "Heaters",
+          url: "https://b.example/heaters",
+          text: "Resistive heaters draw several kilowatts in winter and shorten the range of vans.",
+        },
+        {
+          n: 3,
+          title: "Markets",
+          url: "https://c.example/markets",
+          text: "The stock market rose on Tuesday for the third day in a row.",
+        },
       ],
       200,
     );
     expect(answer.split("\n")).toEqual([
-      "Key passages from the sources, most relevant to the question first:",
+      "Heat pumps move heat instead of making it, which helps winter range a lot. [1]",
       "",
-      "- Heat pumps move heat instead of making it, which helps winter range a lot. [1]",
+      "Evidence by source:",
+      "",
+      "**[2] Heaters**",
       "- Resistive heaters draw several kilowatts in winter and shorten the range of vans. [2]",
+      "",
+      "Sources:",
+      "1. [Heat pumps](https://a.example/heat-pumps)",
+      "2. [Heaters](https://b.example/heaters)",
+      "3. [Markets](https://c.example/markets)",
     ]);
+    expect(
+      verifyCitations(answer, [
+        { n: 1, url: "https://a.example/heat-pumps" },
+        { n: 2, url: "https://b.example/heaters" },
+        { n: 3, url: "https://c.example/markets" },
+      ]).text,
+    ).toBe(answer);
   });
 });

@@ -15,12 +15,25 @@ export interface VerifiedText {
   cited: number[];
 }
 
-const MARKER = /\[(\d+(?:\s*[-–,;]\s*\d+)*)\](?!\()/g;
-const LINK = /\[([^\]\n]*)\]\((https?:\/\/[^\s)]+)\)/g;
-const BARE_URL = /(?<!\]\()(?<![\w/])https?:\/\/[^\s)\]>]+/g;
+export const MARKER = /\[(\d+(?:\s*[-–,;]\s*\d+)*)\](?!\()/g;
+/**
+ * A URL inside Markdown or prose: parentheses are part of it only in balanced pairs, so
+ * `[Python](https://en.wikipedia.org/wiki/Python_(programming_language))` ends at the right `)`.
+ */
+const URL_BODY = String.raw`https?:\/\/(?:[^\s()<>\[\]]|\([^\s()<>]*\))+`;
+export const LINK = new RegExp(String.raw`\[([^\]\n]*)\]\((${URL_BODY})\)`, "g");
+export const BARE_URL = new RegExp(String.raw`(?<!\]\()(?<![\w/])${URL_BODY}`, "g");
+/** Trailing punctuation that ends the sentence, not the URL (a closing parenthesis without its opening one included). */
+export const trimUrl = (url: string) => {
+  let trimmed = url.replace(/[.,;:!?'"’”]+$/, "");
+  while (trimmed.endsWith(")") && (trimmed.match(/\(/g)?.length ?? 0) < (trimmed.match(/\)/g)?.length ?? 0)) {
+    trimmed = trimmed.slice(0, -1).replace(/[.,;:!?'"’”]+$/, "");
+  }
+  return trimmed;
+};
 
 /** "1-3, 5" → [1, 2, 3, 5] (ranges capped so "[1-99999]" cannot blow up). */
-function markerNumbers(inside: string): number[] {
+export function markerNumbers(inside: string): number[] {
   const numbers: number[] = [];
   for (const part of inside.split(/\s*[,;]\s*/)) {
     const [from, to] = part.split(/\s*[-–]\s*/).map(Number) as [number, number | undefined];
@@ -56,7 +69,7 @@ export function verifyCitations(markdown: string, sources: readonly CitableSourc
       return label;
     });
     text = text.replace(BARE_URL, (url) => {
-      const trimmed = url.replace(/[.,;:]+$/, "");
+      const trimmed = trimUrl(url);
       found++;
       if (urls.has(normalizeUrl(trimmed))) {
         kept++;
@@ -88,14 +101,27 @@ export function verifyCitations(markdown: string, sources: readonly CitableSourc
       .trim();
   };
 
-  const text = markdown
+  const text = mapSentences(markdown, verifySentence);
+  return { text, removed, droppedSentences, cited: [...cited].sort((a, b) => a - b) };
+}
+
+/**
+ * Rewrites Markdown sentence by sentence, keeping its structure: each line's list bullet, number,
+ * heading marks or quote mark stay, the sentences after it go through `rewrite` (undefined drops
+ * one), and a line left without sentences is dropped. `prefix` tells a heading ("## ") from prose.
+ */
+export function mapSentences(
+  markdown: string,
+  rewrite: (sentence: string, prefix: string) => string | undefined,
+): string {
+  return markdown
     .split("\n")
     .map((line) => {
       const prefix = /^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s*)?/.exec(line)?.[0] ?? "";
       const body = line.slice(prefix.length);
       if (!body.trim()) return line;
       const kept = sentences(body)
-        .map(verifySentence)
+        .map((sentence) => rewrite(sentence, prefix))
         .filter((sentence): sentence is string => Boolean(sentence));
       return kept.length > 0 ? prefix + kept.join(" ") : undefined;
     })
@@ -103,7 +129,6 @@ export function verifyCitations(markdown: string, sources: readonly CitableSourc
     .join("\n")
     .replace(/\n{3,}/g, "\n\n")
     .trim();
-  return { text, removed, droppedSentences, cited: [...cited].sort((a, b) => a - b) };
 }
 
 /**
