@@ -1,9 +1,14 @@
-/** A provider call that failed in a way a retry may fix (network, timeout, 429, 5xx). */
+/**
+ * A provider call that failed; `retryable` when a retry may fix it (network, timeout, 429, 5xx).
+ * An HTTP error answer also carries its status and body (parsed JSON when it was JSON), so a caller
+ * can act on what a 400 says (e.g. a model that refuses a parameter).
+ */
 export class ProviderError extends Error {
   constructor(
     readonly provider: string,
     message: string,
     readonly retryable: boolean,
+    readonly answer?: { status: number; body: unknown },
   ) {
     super(`${provider}: ${message}`);
   }
@@ -52,9 +57,22 @@ export async function providerFetch(
     throw new ProviderError(provider, `unreachable (${reason})`, true);
   }
   if (!response.ok) {
-    const detail = (await response.text().catch(() => "")).slice(0, 200);
+    const text = await response.text().catch(() => "");
+    const detail = text.slice(0, 200);
     const retryable = response.status === 429 || response.status >= 500;
-    throw new ProviderError(provider, `answered ${response.status}${detail ? `: ${detail}` : ""}`, retryable);
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {}
+    throw new ProviderError(
+      provider,
+      `answered ${response.status}${detail ? `: ${detail}` : ""}`,
+      retryable,
+      {
+        status: response.status,
+        body,
+      },
+    );
   }
   try {
     return await response.json();
