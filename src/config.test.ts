@@ -82,9 +82,18 @@ describe("loadConfig", () => {
 });
 
 describe("research and job settings", () => {
-  it("default to no provider, no model, a week of retention and an in-process worker", () => {
+  it("default to Wikipedia and Crossref, no model, a week of retention and an in-process worker", () => {
     const config = loadConfig({});
-    expect(config.research).toEqual({ search: undefined, llm: undefined, fetchAllowHosts: [] });
+    expect(config.research).toEqual({
+      search: {
+        providers: ["wikipedia", "crossref"],
+        wikipediaUrl: "https://en.wikipedia.org/w/api.php",
+        crossrefUrl: "https://api.crossref.org",
+        userAgent: "utility402/1.0 (research-brief; +http://127.0.0.1:8402)",
+      },
+      llm: undefined,
+      fetchAllowHosts: [],
+    });
     expect(config.jobs).toEqual({
       retentionMs: 7 * 86_400_000,
       leaseMs: 60_000,
@@ -106,9 +115,15 @@ describe("research and job settings", () => {
     });
     expect(config.research).toEqual({
       search: {
-        provider: "brave",
-        url: "https://api.search.brave.com/res/v1/web/search",
-        apiKey: "brave-key",
+        providers: ["brave"],
+        web: {
+          provider: "brave",
+          url: "https://api.search.brave.com/res/v1/web/search",
+          apiKey: "brave-key",
+        },
+        wikipediaUrl: "https://en.wikipedia.org/w/api.php",
+        crossrefUrl: "https://api.crossref.org",
+        userAgent: "utility402/1.0 (research-brief; +http://127.0.0.1:8402)",
       },
       llm: { baseUrl: "https://llm.example/v1", apiKey: undefined, model: "some-model" },
       fetchAllowHosts: ["intranet.example", "10.0.0.5"],
@@ -116,8 +131,56 @@ describe("research and job settings", () => {
     expect(config.jobs.inProcessWorker).toBe(false);
     expect(config.jobs.retentionMs).toBe(30 * 86_400_000);
     expect(
-      loadConfig({ RESEARCH_SEARCH_PROVIDER: "tavily", RESEARCH_SEARCH_API_KEY: "k" }).research.search?.url,
+      loadConfig({ RESEARCH_SEARCH_PROVIDER: "tavily", RESEARCH_SEARCH_API_KEY: "k" }).research.search.web
+        ?.url,
     ).toBe("https://api.tavily.com/search");
+  });
+
+  it("research needs nothing configured: Wikipedia and Crossref, a User-Agent naming the service and its contact", () => {
+    expect(loadConfig({ BASE_URL: "https://api.example" }).research.search).toEqual({
+      providers: ["wikipedia", "crossref"],
+      wikipediaUrl: "https://en.wikipedia.org/w/api.php",
+      crossrefUrl: "https://api.crossref.org",
+      userAgent: "utility402/1.0 (research-brief; +https://api.example)",
+    });
+    expect(
+      loadConfig({
+        BASE_URL: "https://api.example",
+        RESEARCH_SEARCH_PROVIDER: " SearXNG, wikipedia ,wikipedia",
+        RESEARCH_SEARCH_URL: "https://searx.example",
+        RESEARCH_WIKIPEDIA_URL: "https://de.wikipedia.org/w/api.php",
+        RESEARCH_CROSSREF_URL: "https://crossref.example/",
+        RESEARCH_CONTACT: "ops@example.org",
+      }).research.search,
+    ).toEqual({
+      providers: ["searxng", "wikipedia"],
+      web: { provider: "searxng", url: "https://searx.example", apiKey: undefined },
+      wikipediaUrl: "https://de.wikipedia.org/w/api.php",
+      crossrefUrl: "https://crossref.example",
+      contact: "ops@example.org",
+      mailto: "ops@example.org",
+      userAgent: "utility402/1.0 (research-brief; +https://api.example; mailto:ops@example.org)",
+    });
+    const byUrl = loadConfig({ RESEARCH_CONTACT: "https://ops.example/contact" }).research.search;
+    expect(byUrl.mailto).toBeUndefined();
+    expect(byUrl.userAgent).toBe(
+      "utility402/1.0 (research-brief; +http://127.0.0.1:8402; https://ops.example/contact)",
+    );
+    expect(
+      problemsOf({
+        RESEARCH_SEARCH_PROVIDER: "brave,tavily",
+        RESEARCH_SEARCH_API_KEY: "k",
+        RESEARCH_CONTACT: "nobody",
+        RESEARCH_CROSSREF_URL: "ftp://crossref.example",
+      }),
+    ).toEqual([
+      "RESEARCH_CROSSREF_URL: must be an http(s) URL",
+      "RESEARCH_CONTACT: must be an email address or an http(s) URL",
+      "RESEARCH_SEARCH_PROVIDER: at most one of searxng, brave, tavily (they share RESEARCH_SEARCH_URL and RESEARCH_SEARCH_API_KEY); got brave, tavily",
+    ]);
+    expect(problemsOf({ RESEARCH_SEARCH_PROVIDER: " , " })).toEqual([
+      "RESEARCH_SEARCH_PROVIDER: must name at least one provider",
+    ]);
   });
 
   it("refuse incomplete or unsafe settings, one line each", () => {

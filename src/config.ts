@@ -33,6 +33,14 @@ export const ARBITRAGE_ADDRESS_VARIABLES = {
 } as const;
 type ArbitrageContract = keyof typeof ARBITRAGE_ADDRESS_VARIABLES;
 
+/** Search providers RESEARCH_SEARCH_PROVIDER may list; the first three are web search engines. */
+export const SEARCH_PROVIDERS = ["searxng", "brave", "tavily", "wikipedia", "crossref"] as const;
+export type SearchProviderName = (typeof SEARCH_PROVIDERS)[number];
+const WEB_SEARCH = ["searxng", "brave", "tavily"] as const;
+type WebSearchName = (typeof WEB_SEARCH)[number];
+const isWebSearch = (name: SearchProviderName): name is WebSearchName =>
+  (WEB_SEARCH as readonly string[]).includes(name);
+
 const EnvSchema = z.object({
   PORT: optional(port).default(8402),
   HOST: optional(z.string()).default("127.0.0.1"),
@@ -97,9 +105,36 @@ const EnvSchema = z.object({
   TED_MAX_IN_FLIGHT: optional(z.coerce.number().int().min(1).max(64)).default(4),
   TED_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(10_000),
   TED_RETRY_BASE_MS: optional(z.coerce.number().int().min(0).max(60_000)).default(500),
-  RESEARCH_SEARCH_PROVIDER: optional(z.enum(["searxng", "brave", "tavily"])),
+  RESEARCH_SEARCH_PROVIDER: optional(
+    z
+      .string()
+      .transform((list) => [
+        ...new Set(
+          list
+            .split(",")
+            .map((name) => name.trim().toLowerCase())
+            .filter(Boolean),
+        ),
+      ])
+      .pipe(
+        z
+          .array(z.enum(SEARCH_PROVIDERS, { error: `each must be one of ${SEARCH_PROVIDERS.join(", ")}` }))
+          .min(1, "must name at least one provider"),
+      ),
+  ).default(["wikipedia", "crossref"]),
   RESEARCH_SEARCH_URL: optional(httpUrl),
   RESEARCH_SEARCH_API_KEY: optional(z.string()),
+  RESEARCH_WIKIPEDIA_URL: optional(httpUrl).default("https://en.wikipedia.org/w/api.php"),
+  RESEARCH_CROSSREF_URL: optional(httpUrl).default("https://api.crossref.org"),
+  RESEARCH_CONTACT: optional(
+    z
+      .string()
+      .trim()
+      .refine(
+        (value) => z.email().safeParse(value).success || httpUrl.safeParse(value).success,
+        "must be an email address or an http(s) URL",
+      ),
+  ),
   RESEARCH_LLM_BASE_URL: optional(httpUrl),
   RESEARCH_LLM_API_KEY: optional(z.string()),
   RESEARCH_LLM_MODEL: optional(z.string().min(1)),
@@ -184,7 +219,22 @@ export interface Config {
   /** Tender shortlist upstream: cache TTL (0 = no cache, single flight only), bound on calls in flight, timeout, backoff. */
   ted: { cacheTtlMs: number; maxInFlight: number; timeoutMs: number; retryBaseMs: number };
   research: {
-    search?: { provider: "searxng" | "brave" | "tavily"; url: string; apiKey?: string };
+    search: {
+      /** RESEARCH_SEARCH_PROVIDER in order (default wikipedia, crossref); their hits are interleaved. */
+      providers: SearchProviderName[];
+      /** The web search engine among them (at most one), with its endpoint and key. */
+      web?: { provider: WebSearchName; url: string; apiKey?: string };
+      /** MediaWiki Action API endpoint (…/w/api.php). */
+      wikipediaUrl: string;
+      /** Crossref REST API base (…/works is appended). */
+      crossrefUrl: string;
+      /** RESEARCH_CONTACT: the operator's email or URL, named in the User-Agent. */
+      contact?: string;
+      /** Sent to Crossref as `mailto` when the contact is an email (its "polite pool"). */
+      mailto?: string;
+      /** Names the service, its BASE_URL and the contact to Wikipedia and Crossref. */
+      userAgent: string;
+    };
     /** Unset: briefs are extractive (ranked sentences from the sources), no model. */
     llm?: { baseUrl: string; apiKey?: string; model: string };
     /**
@@ -204,6 +254,16 @@ export interface Config {
   clinicalTrialsApiUrl: string;
   logLevel: string;
   shutdownTimeoutMs: number;
+}
+
+/**
+ * The User-Agent for Wikipedia and Crossref, as their policies ask: the service, how to reach it,
+ * and the operator (`mailto:` for an email), e.g.
+ * `utility402/1.0 (research-brief; +https://api.example; mailto:ops@example.org)`.
+ */
+export function researchUserAgent(baseUrl: string, contact?: string): string {
+  const who = contact ? `; ${contact.includes("://") ? contact : `mailto:${contact}`}` : "";
+  return `utility402/1.0 (research-brief; +${baseUrl}${who})`;
 }
 
 export class ConfigError extends Error {
@@ -248,7 +308,13 @@ export function loadConfig(
   if (mode === "local" && e.X402_NETWORK && e.X402_NETWORK !== BASE_NETWORK) {
     problems.push(`X402_NETWORK: local mode runs a Base (${BASE_NETWORK}) test chain; got ${e.X402_NETWORK}`);
   }
-  const searchProvider = e.RESEARCH_SEARCH_PROVIDER;
+  const webSearches = (e.RESEARCH_SEARCH_PROVIDER ?? []).filter(isWebSearch);
+  const searchProvider = webSearches[0];
+  if (webSearches.length > 1) {
+    problems.push(
+      `RESEARCH_SEARCH_PROVIDER: at most one of ${WEB_SEARCH.join(", ")} (they share RESEARCH_SEARCH_URL and RESEARCH_SEARCH_API_KEY); got ${webSearches.join(", ")}`,
+    );
+  }
   if (searchProvider === "searxng" && !e.RESEARCH_SEARCH_URL) {
     problems.push(
       "RESEARCH_SEARCH_URL: required when RESEARCH_SEARCH_PROVIDER=searxng (your instance's base URL)",
@@ -328,13 +394,25 @@ export function loadConfig(
       retryBaseMs: e.TED_RETRY_BASE_MS,
     },
     research: {
-      search: searchProvider
-        ? {
-            provider: searchProvider,
-            url: e.RESEARCH_SEARCH_URL ?? DEFAULT_SEARCH_URLS[searchProvider],
-            apiKey: e.RESEARCH_SEARCH_API_KEY,
-          }
-        : undefined,
+      search: {
+        providers: e.RESEARCH_SEARCH_PROVIDER,
+        ...(searchProvider
+          ? {
+              web: {
+                provider: searchProvider,
+                url: e.RESEARCH_SEARCH_URL ?? DEFAULT_SEARCH_URLS[searchProvider],
+                apiKey: e.RESEARCH_SEARCH_API_KEY,
+              },
+            }
+          : {}),
+        wikipediaUrl: e.RESEARCH_WIKIPEDIA_URL,
+        crossrefUrl: e.RESEARCH_CROSSREF_URL.replace(/\/+$/, ""),
+        ...(e.RESEARCH_CONTACT ? { contact: e.RESEARCH_CONTACT } : {}),
+        ...(e.RESEARCH_CONTACT?.includes("@") && !e.RESEARCH_CONTACT.includes("://")
+          ? { mailto: e.RESEARCH_CONTACT }
+          : {}),
+        userAgent: researchUserAgent(baseUrl, e.RESEARCH_CONTACT),
+      },
       llm: e.RESEARCH_LLM_BASE_URL
         ? {
             baseUrl: e.RESEARCH_LLM_BASE_URL.replace(/\/+$/, ""),

@@ -233,35 +233,30 @@ describe("research-brief without a model: the extractive mode", () => {
   });
 });
 
-describe("research-brief with no provider configured", () => {
+describe("research-brief with nothing configured", () => {
   let service: TestService;
-  const payer = createPayer(devPrivateKey(6));
 
   beforeAll(async () => {
+    // Nothing is paid here, so the keyless default (Wikipedia and Crossref) is never reached.
     service = await startTestService({}, { operations: [researchBrief] });
   });
   afterAll(async () => {
     await service?.stop();
   });
 
-  it("answers 503 with Retry-After before any payment, and nothing is charged", async () => {
-    const balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
-    const before = await balanceOf(payer.address);
-    for (const response of [
-      await fetch(`${service.url}/v1/research-brief`, jsonPost({ question: QUESTION })),
-      await payer.fetch(`${service.url}/v1/research-brief`, jsonPost({ question: QUESTION })),
-    ]) {
-      expect(response.status).toBe(503);
-      expect(response.headers.get("retry-after")).toBe("30");
-      expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
-      const problem = await response.json();
-      expect(problem.type).toBe("urn:utility402:problem:research-unavailable");
-      expect(problem.detail).toBe(
-        "no search provider is configured on this service (RESEARCH_SEARCH_PROVIDER); no payment was taken",
-      );
-    }
-    expect(await balanceOf(payer.address)).toBe(before);
+  it("offers research on Wikipedia and Crossref: payment terms (402), the catalog and /readyz say so", async () => {
+    const response = await fetch(`${service.url}/v1/research-brief`, jsonPost({ question: QUESTION }));
+    expect(response.status).toBe(402);
+    expect(response.headers.get("PAYMENT-REQUIRED")).toBeTruthy();
+    const catalog = await (await fetch(`${service.url}/catalog.json`)).json();
+    expect(catalog.operations.find((entry: { id: string }) => entry.id === "research-brief")).toMatchObject({
+      available: true,
+      search: "wikipedia+crossref",
+    });
     const ready = await (await fetch(`${service.url}/readyz`)).json();
-    expect(ready.checks.worker).toBe("1 alive, running no job type (no provider configured)");
+    expect(ready.checks.worker).toBe("1 alive, running research-brief");
+    expect(ready.checks["research-brief"]).toBe(
+      "search wikipedia+crossref, extractive (no model configured)",
+    );
   });
 });

@@ -15,7 +15,7 @@ import {
   ResearchBriefResult,
   ResearchJobAccepted,
 } from "./schema.ts";
-import { createSearchProvider } from "./search.ts";
+import { createSearchProviders, searchName } from "./search.ts";
 
 const JOB_TYPE = "research-brief";
 const UNAVAILABLE_RETRY_AFTER_SECONDS = "30";
@@ -29,8 +29,8 @@ type Accepted = z.output<typeof ResearchJobAccepted>;
 
 /**
  * The API side records a paid job and answers 202; the worker side (jobHandler) runs the
- * research. Both sides start from the same configuration: a worker offers the job type only when
- * its search provider is configured, and the API takes a job only while such a worker is alive.
+ * research. Both sides start from the same configuration (search providers default to the keyless
+ * Wikipedia and Crossref APIs), and the API takes a job only while a worker offering it is alive.
  */
 async function start(env: OperationEnvironment): Promise<StartedOperation<ResearchBriefInput, Accepted>> {
   const { config, store, log } = env;
@@ -38,8 +38,6 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
   const { search, llm, fetchAllowHosts } = config.research;
 
   const admit = async () => {
-    if (!search)
-      throw unavailable("no search provider is configured on this service (RESEARCH_SEARCH_PROVIDER)");
     const alive = await queue.liveWorkers(livenessSince(env.now().getTime(), config.jobs.leaseMs));
     if (!alive.some((worker) => worker.types.includes(JOB_TYPE))) {
       throw unavailable(
@@ -50,34 +48,26 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
     }
   };
 
-  let jobHandler: JobHandler | undefined;
-  if (search) {
-    const deps = {
-      search: createSearchProvider(search),
-      model: llm ? createChatModel(llm) : undefined,
-      fetchPage: (url: string, signal: AbortSignal) =>
-        safeFetch(url, { allowHosts: fetchAllowHosts, signal }),
-      now: env.now,
-      retry: DEFAULT_RETRY,
-    };
-    jobHandler = (input, context) =>
-      runResearch(ResearchBriefRequest.parse(input), deps, {
-        signal: context.signal,
-        log: context.log,
-        progress: (stage, fraction) => context.progress({ stage, fraction }),
-      });
-  }
+  const deps = {
+    search: createSearchProviders(search),
+    model: llm ? createChatModel(llm) : undefined,
+    fetchPage: (url: string, signal: AbortSignal) => safeFetch(url, { allowHosts: fetchAllowHosts, signal }),
+    now: env.now,
+    retry: DEFAULT_RETRY,
+  };
+  const jobHandler: JobHandler = (input, context) =>
+    runResearch(ResearchBriefRequest.parse(input), deps, {
+      signal: context.signal,
+      log: context.log,
+      progress: (stage, fraction) => context.progress({ stage, fraction }),
+    });
 
   return {
     admit,
     jobHandler,
-    available: search !== undefined,
-    ...(search
-      ? {}
-      : { catalogDetails: { unavailable: "no search provider configured (RESEARCH_SEARCH_PROVIDER)" } }),
+    catalogDetails: { search: searchName(search) },
     async probe() {
-      if (!search) return "no search provider configured (RESEARCH_SEARCH_PROVIDER): requests answer 503";
-      return `search ${search.provider}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
+      return `search ${searchName(search)}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
     },
     async handle(input, ctx) {
       await admit();

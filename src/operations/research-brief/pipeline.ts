@@ -31,6 +31,10 @@ interface ReadSource {
   text: string;
   fetchedAt: string;
   publishedAt?: string;
+  /** Where the text came from: a fetched web page, or an API's own text (Wikipedia, Crossref). */
+  kind: "web" | "wikipedia" | "crossref";
+  /** A licence note the brief carries when this source is used (Wikipedia's CC BY-SA). */
+  licence?: string;
 }
 
 /** A page with fewer words than this is a stub, an error page or a paywall: not a source. */
@@ -194,6 +198,7 @@ export async function runResearch(
     );
   }
   caveats.push(recencyCaveat(sources, deps.now()));
+  caveats.push(...licenceCaveats(sources));
   caveats.push(
     deps.model
       ? `Machine-generated text: written by a language model (${deps.model.name}) from the sources listed; every [n] was checked to name a source that was read, not that the source says exactly this.`
@@ -233,6 +238,22 @@ async function readSources(
       const index = next++;
       const hit = candidates[index] as SearchHit;
       try {
+        if (hit.document) {
+          // The API gave the text (Wikipedia, Crossref): read it as given, never fetch a page for it.
+          const document = await hit.document(context.signal);
+          if (countWords(document.text) < (document.minWords ?? MIN_SOURCE_WORDS)) continue;
+          const publishedAt = document.publishedAt ?? hit.publishedAt;
+          read[index] = {
+            url: document.url,
+            title: document.title,
+            text: document.text,
+            fetchedAt: deps.now().toISOString(),
+            ...(publishedAt ? { publishedAt } : {}),
+            kind: document.kind,
+            ...(document.licence ? { licence: document.licence } : {}),
+          };
+          continue;
+        }
         const page = await deps.fetchPage(hit.url, context.signal);
         const extracted = readablePage(page.text, page.contentType, hit.title || page.url);
         if (countWords(extracted.text) < MIN_SOURCE_WORDS) continue;
@@ -243,6 +264,7 @@ async function readSources(
           text: extracted.text,
           fetchedAt: deps.now().toISOString(),
           ...(publishedAt ? { publishedAt } : {}),
+          kind: "web",
         };
       } catch (error) {
         context.log?.warn({ url: hit.url, reason: (error as Error).message }, "source not read");
@@ -289,6 +311,17 @@ function promptFor(input: ResearchBriefInput, sources: ReadSource[]): ChatMessag
         .join("\n"),
     },
   ];
+}
+
+/** Each licence the sources used carry, once, naming the sources it covers ("Wikipedia text is CC BY-SA 4.0: …"). */
+function licenceCaveats(sources: ReadSource[]): string[] {
+  const covered = new Map<string, number[]>();
+  for (const source of sources) {
+    if (source.licence) covered.set(source.licence, [...(covered.get(source.licence) ?? []), source.n]);
+  }
+  return [...covered].map(
+    ([licence, numbers]) => `${licence} (source${numbers.length === 1 ? "" : "s"} ${numbers.join(", ")}).`,
+  );
 }
 
 /** What the sources' dates say about how current the brief is. */

@@ -45,7 +45,16 @@ export const ResearchBriefResult = z
         "Explicit limits of the brief: a source shortfall comes first; removed citations, disagreement, recency, machine-generated text.",
     }),
     method: z.strictObject({
-      search: z.enum(["searxng", "brave", "tavily"]),
+      search: z
+        .string()
+        .regex(
+          /^(?:searxng|brave|tavily|wikipedia|crossref)(?:\+(?:searxng|brave|tavily|wikipedia|crossref))*$/,
+        )
+        .meta({
+          description:
+            'The search providers of this service, in the order configured, joined by "+": e.g. "wikipedia+crossref" ' +
+            '(the keyless default; Crossref is asked only when the question looks scholarly) or "searxng".',
+        }),
       model: z.string().meta({ description: 'The model that wrote the answer, or "extractive".' }),
     }),
     generatedAt: z.iso.datetime(),

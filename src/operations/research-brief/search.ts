@@ -1,18 +1,57 @@
 import { z } from "zod";
-import type { Config } from "../../config.ts";
+import type { Config, SearchProviderName } from "../../config.ts";
+import { createCrossrefProvider } from "./crossref.ts";
+import { createPoliteFetcher } from "./polite-fetch.ts";
 import { ProviderError, providerFetch } from "./retry.ts";
+import { createWikipediaProvider } from "./wikipedia.ts";
+
+/** A source's text as an API gives it (Wikipedia, Crossref): read from here, never fetched as a page. */
+export interface SourceDocument {
+  /** The URL to cite: a Wikipedia revision permalink, a https://doi.org/ link. */
+  url: string;
+  title: string;
+  /** Paragraphs separated by blank lines. */
+  text: string;
+  publishedAt?: string;
+  kind: "wikipedia" | "crossref";
+  /** A caveat-ready licence note the brief must carry when this source is used. */
+  licence?: string;
+  /** Fewer words than this and it is not a source (default: the pipeline's minimum for web pages). */
+  minWords?: number;
+}
 
 export interface SearchHit {
   url: string;
   title: string;
   snippet: string;
   publishedAt?: string;
+  /** Present when the hit's text comes from the search API itself (one more call at most). */
+  document?: (signal?: AbortSignal) => Promise<SourceDocument>;
 }
 
 export interface SearchProvider {
-  readonly name: "searxng" | "brave" | "tavily";
+  /** The provider, or the providers used joined by "+" (e.g. "wikipedia+crossref"). */
+  readonly name: string;
   search(query: string, options: { count: number; signal?: AbortSignal }): Promise<SearchHit[]>;
 }
+
+type WebSearchSettings = { provider: "searxng" | "brave" | "tavily"; url: string; apiKey?: string };
+export type SearchSettings = Config["research"]["search"];
+
+/** What the catalog, /readyz, the banner and a brief's method.search call the configured search. */
+export const searchName = (settings: Pick<SearchSettings, "providers">) => settings.providers.join("+");
+
+/** Where each configured provider is reached, in order (e.g. for reachability probes). */
+export const searchUpstreams = (settings: SearchSettings): { name: SearchProviderName; url: string }[] =>
+  settings.providers.map((name) => ({
+    name,
+    url:
+      name === "wikipedia"
+        ? settings.wikipediaUrl
+        : name === "crossref"
+          ? settings.crossrefUrl
+          : (settings.web?.url ?? ""),
+  }));
 
 const SEARCH_TIMEOUT_MS = 20_000;
 
@@ -63,7 +102,49 @@ const stripTags = (value: string) =>
     .replace(/\s+/g, " ")
     .trim();
 
-export function createSearchProvider(settings: NonNullable<Config["research"]["search"]>): SearchProvider {
+/**
+ * Every configured provider for one query, side by side, their hits interleaved by rank in the
+ * configured order. A provider that fails leaves the others' hits; only when all fail does the
+ * search fail (retryable when any failure was).
+ */
+export function createSearchProviders(settings: SearchSettings): SearchProvider {
+  const http = createPoliteFetcher(settings.userAgent);
+  const providers = settings.providers.map((name: SearchProviderName): SearchProvider => {
+    switch (name) {
+      case "wikipedia":
+        return createWikipediaProvider(settings.wikipediaUrl, http);
+      case "crossref":
+        return createCrossrefProvider(settings.crossrefUrl, http, settings.mailto);
+      default:
+        if (settings.web?.provider !== name) throw new Error(`search provider ${name} is not configured`);
+        return createSearchProvider(settings.web);
+    }
+  });
+  if (providers.length === 1) return providers[0] as SearchProvider;
+  return {
+    name: searchName(settings),
+    async search(query, options) {
+      const results = await Promise.allSettled(providers.map((provider) => provider.search(query, options)));
+      const lists = results.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
+      if (lists.length === 0) {
+        const errors = results.map((result) => (result as PromiseRejectedResult).reason);
+        throw new ProviderError(
+          searchName(settings),
+          errors.map((error) => (error instanceof Error ? error.message : String(error))).join("; "),
+          errors.some((error) => !(error instanceof ProviderError) || error.retryable),
+        );
+      }
+      const merged: SearchHit[] = [];
+      for (let rank = 0; rank < Math.max(...lists.map((list) => list.length)); rank++) {
+        for (const list of lists) if (list[rank]) merged.push(list[rank] as SearchHit);
+      }
+      return merged;
+    },
+  };
+}
+
+/** One web search engine (SearXNG, Brave, Tavily): hits whose pages the safe fetcher reads. */
+export function createSearchProvider(settings: WebSearchSettings): SearchProvider {
   const { provider, url, apiKey } = settings;
   switch (provider) {
     case "searxng":
