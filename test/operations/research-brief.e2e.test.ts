@@ -6,6 +6,7 @@ import { ResearchBriefResult } from "../../src/operations/research-brief/schema.
 import { countWords } from "../../src/operations/research-brief/text.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 import { QUESTION, researchEnv, type StandIns, startStandIns } from "./research-brief-standins.ts";
+import { type SourceStandIns, startSourceStandIns } from "./research-sources-standins.ts";
 
 const PRICE = 5_000_000n; // USD 5.00 in USDC atomic units
 const SETTLED = ["succeeded", "failed"];
@@ -233,15 +234,21 @@ describe("research-brief without a model: the extractive mode", () => {
   });
 });
 
-describe("research-brief with nothing configured", () => {
+describe("research-brief with no search provider configured", () => {
+  let sources: SourceStandIns;
   let service: TestService;
 
   beforeAll(async () => {
-    // Nothing is paid here, so the keyless default (Wikipedia and Crossref) is never reached.
-    service = await startTestService({}, { operations: [researchBrief] });
+    // The keyless default (Wikipedia and Crossref), its base URLs on stand-ins so nothing leaves the machine.
+    sources = await startSourceStandIns();
+    service = await startTestService(
+      { RESEARCH_WIKIPEDIA_URL: sources.wikipediaUrl, RESEARCH_CROSSREF_URL: sources.crossrefUrl },
+      { operations: [researchBrief] },
+    );
   });
   afterAll(async () => {
     await service?.stop();
+    await sources?.stop();
   });
 
   it("offers research on Wikipedia and Crossref: payment terms (402), the catalog and /readyz say so", async () => {
