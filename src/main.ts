@@ -11,6 +11,7 @@ import {
   parseIngestArguments,
   runIngest,
 } from "./operations/clinical-trials-query/ingest-command.ts";
+import { searchName } from "./operations/research-brief/search.ts";
 import { inProcessFacilitator } from "./payments/facilitator.ts";
 import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
 import { formatFailedPaidJobs, formatPaymentStates, formatRevenueReport } from "./payments/ledger-report.ts";
@@ -45,6 +46,15 @@ async function serveCommand(): Promise<void> {
   console.error = (...args: unknown[]) => log.error({ source: "console" }, format(...args));
   await prepareReleases(config, log);
   const service = await startService(config, log);
+  const { search, llm } = config.research;
+  const research = `search ${searchName(search)}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
+  // Wikipedia's and Crossref's API rules ask for a way to reach the operator in the User-Agent.
+  const noContact =
+    !search.contact && search.providers.some((name) => name === "wikipedia" || name === "crossref")
+      ? "RESEARCH_CONTACT unset: the User-Agent sent to Wikipedia and Crossref names only this service and its base URL; set an email or URL"
+      : undefined;
+  log.info({ research, userAgent: search.userAgent }, "research sources");
+  if (noContact) log.warn(noContact);
   if (service.localChain) {
     const banner = [
       "",
@@ -54,6 +64,8 @@ async function serveCommand(): Promise<void> {
       `  payTo        ${service.payTo} (anvil dev account #1)`,
       "  test payers  anvil dev accounts #2-#9 hold 1,000 test USDC each",
       `  demo         ${service.url === "http://127.0.0.1:8402" ? "" : `DEMO_BASE_URL=${service.url} `}npm run demo   (pays one call of every available operation with account #2)`,
+      `  research     ${research}`,
+      ...(noContact ? [`               ${noContact}`] : []),
       "",
     ].join("\n");
     process.stderr.write(`${banner}\n`);
