@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import net from "node:net";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
@@ -30,17 +31,20 @@ const routeKey = (operation: { method: string; path: string }) => `${operation.m
 
 describe("discovery documents agree with the registry", () => {
   let service: TestService;
+  let searchStandIn: net.Server;
   let openapi: Record<string, any>;
   let catalog: Record<string, any>;
   let manifest: Record<string, any>;
   let skills: Record<string, any>;
 
   beforeAll(async () => {
-    // research-brief answers 503 before its 402 while no worker can take the job: give it a search
-    // provider (never reached: nothing here is paid) so its in-process worker runs research briefs.
+    // research-brief answers 503 before its 402 while its search provider cannot be reached: give it one
+    // that listens (never asked anything: nothing here is paid).
+    searchStandIn = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => searchStandIn.listen(0, "127.0.0.1", resolve));
     service = await startTestService({
       RESEARCH_SEARCH_PROVIDER: "searxng",
-      RESEARCH_SEARCH_URL: "http://127.0.0.1:9",
+      RESEARCH_SEARCH_URL: `http://127.0.0.1:${(searchStandIn.address() as net.AddressInfo).port}`,
     });
     const get = async (path: string) => {
       const response = await fetch(service.url + path);
@@ -55,6 +59,7 @@ describe("discovery documents agree with the registry", () => {
   });
   afterAll(async () => {
     await service?.stop();
+    searchStandIn?.close();
   });
 
   /** What the issue asks accepts[0] to be, for any operation of the registry. */

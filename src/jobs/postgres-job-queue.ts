@@ -221,7 +221,9 @@ export class PostgresJobQueue implements JobQueue {
   }
 
   async readyJobs(): Promise<Job[]> {
-    const { rows } = await this.pool.query<JobRow>("SELECT * FROM jobs WHERE state = 'ready' ORDER BY updated_at, id");
+    const { rows } = await this.pool.query<JobRow>(
+      "SELECT * FROM jobs WHERE state = 'ready' ORDER BY updated_at, id",
+    );
     return rows.map(toJob);
   }
 

@@ -80,7 +80,9 @@ export class HeldPaymentSettler {
     this.sweeping = (async () => {
       do {
         this.again = false;
-        await this.sweep().catch((error) => this.options.log.warn({ err: error }, "held payment sweep failed"));
+        await this.sweep().catch((error) =>
+          this.options.log.warn({ err: error }, "held payment sweep failed"),
+        );
       } while (this.again && !this.stopped);
       this.sweeping = undefined;
     })();
@@ -103,7 +105,10 @@ export class HeldPaymentSettler {
   /** Brings one held payment and its job one step closer to agreeing; returns what happened. */
   async reconcile(paymentKey: string): Promise<HeldOutcome> {
     const { store } = this.options;
-    const [record, job] = await Promise.all([store.getPayment(paymentKey), store.jobs.getByPayment(paymentKey)]);
+    const [record, job] = await Promise.all([
+      store.getPayment(paymentKey),
+      store.jobs.getByPayment(paymentKey),
+    ]);
     if (!record) return "waiting";
     if (record.state !== "held") {
       // The ledger is final and the job not yet told (a crash between the two writes).
@@ -156,7 +161,8 @@ export class HeldPaymentSettler {
         settlement = await resourceServer.settlePayment(held.payload, held.requirements);
       } catch (error) {
         if (error instanceof SettleError) settlement = { ...error, success: false } as SettleResponse;
-        else log.warn({ err: error, paymentKey: record.paymentKey }, "held payment: settlement outcome unknown");
+        else
+          log.warn({ err: error, paymentKey: record.paymentKey }, "held payment: settlement outcome unknown");
       }
     }
     if (settlement?.success) return this.settled(record, job, settlement.transaction);
@@ -176,20 +182,30 @@ export class HeldPaymentSettler {
         amount: BigInt(held.requirements.amount),
       });
     } catch (error) {
-      log.warn({ err: error, paymentKey: record.paymentKey }, "held payment: the chain cannot tell its state");
+      log.warn(
+        { err: error, paymentKey: record.paymentKey },
+        "held payment: the chain cannot tell its state",
+      );
       return this.keepOpen(record);
     }
     if (onChain?.state === "paid") return this.settled(record, job, onChain.transaction);
     if (onChain?.state === "consumed") {
-      return this.refused(record, job, "the payment authorization was cancelled or spent on another transfer");
+      return this.refused(
+        record,
+        job,
+        "the payment authorization was cancelled or spent on another transfer",
+      );
     }
     if (expired || this.now() / 1000 >= record.validBefore + EXPIRY_MARGIN_SECONDS) {
       if (onChain === undefined && !expired) return this.keepOpen(record);
       await store.jobs.withhold(job.id, {
         code: "payment_expired",
-        message: "the payment expired before it could be settled; nothing was charged and the result is withheld",
+        message:
+          "the payment expired before it could be settled; nothing was charged and the result is withheld",
       });
-      return (await this.complete(record, { state: "released", error: "expired unsettled" })) ? "released" : "waiting";
+      return (await this.complete(record, { state: "released", error: "expired unsettled" }))
+        ? "released"
+        : "waiting";
     }
     // Unused on chain (or no chain access) and refused now: the refusal stands.
     if (refusal !== undefined) return this.refused(record, job, refusal);
@@ -205,17 +221,26 @@ export class HeldPaymentSettler {
       payer: record.payer,
     };
     const outcome = record.outcome
-      ? { ...record.outcome, headers: { ...record.outcome.headers, "PAYMENT-RESPONSE": encodePaymentResponseHeader(receipt) } }
+      ? {
+          ...record.outcome,
+          headers: { ...record.outcome.headers, "PAYMENT-RESPONSE": encodePaymentResponseHeader(receipt) },
+        }
       : undefined;
     // Ledger first, then the result is shown: a crash in between is finished by the next look.
     await this.complete(record, { state: "settled", txHash: transaction }, outcome);
     await store.jobs.deliver(job.id);
-    log.info({ paymentKey: record.paymentKey, job: job.id, transaction }, "job delivered, its held payment settled");
+    log.info(
+      { paymentKey: record.paymentKey, job: job.id, transaction },
+      "job delivered, its held payment settled",
+    );
     return "settled";
   }
 
   private async refused(record: PaymentRecord, job: Job, reason: string): Promise<HeldOutcome> {
-    this.options.log.warn({ paymentKey: record.paymentKey, job: job.id, reason }, "held payment refused: result withheld");
+    this.options.log.warn(
+      { paymentKey: record.paymentKey, job: job.id, reason },
+      "held payment refused: result withheld",
+    );
     await this.complete(record, { state: "failed", error: reason });
     await this.options.store.jobs.withhold(job.id, paymentRefused(reason));
     return "failed";

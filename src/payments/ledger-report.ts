@@ -39,7 +39,9 @@ export function formatRevenueReport(rows: RevenueRow[]): string {
 export function formatPaymentStates(counts: PaymentCounts[]): string {
   if (counts.length === 0) return "";
   const table = [["operation", "state", "payments"]];
-  const sorted = [...counts].sort((a, b) => a.operationId.localeCompare(b.operationId) || a.state.localeCompare(b.state));
+  const sorted = [...counts].sort(
+    (a, b) => a.operationId.localeCompare(b.operationId) || a.state.localeCompare(b.state),
+  );
   for (const row of sorted) table.push([row.operationId, row.state, String(row.count)]);
   return `\nPayments by state\n${render(table)}`;
 }

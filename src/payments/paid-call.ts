@@ -20,9 +20,9 @@ import type { AnyOperation, OperationResult } from "../catalog/operation.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
 import { ChainUnavailableError, isTransportError } from "../chain/transport-failures.ts";
 import type { Metrics } from "../metrics.ts";
-import { jobDeadline } from "./held-payment-settler.ts";
 import { Problem } from "../problem.ts";
 import type { PaymentCompletion, PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
+import { jobDeadline } from "./held-payment-settler.ts";
 import type { PaymentTerms } from "./terms.ts";
 
 export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
@@ -400,7 +400,11 @@ export class PaymentGate {
    * An accepted job: its payment is held, unsettled, with the answer (the 202) as its outcome, and the
    * job queued. HeldPaymentSettler settles it when the job delivers, or releases it when it does not.
    */
-  private async hold(identity: PaymentIdentity, call: PaidCall, answer: StoredOutcome): Promise<StoredOutcome> {
+  private async hold(
+    identity: PaymentIdentity,
+    call: PaidCall,
+    answer: StoredOutcome,
+  ): Promise<StoredOutcome> {
     const held = await this.store.holdPayment(identity.paymentKey, {
       outcome: answer,
       held: { payload: identity.payload, requirements: identity.requirements },

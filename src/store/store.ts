@@ -126,7 +126,10 @@ export interface Store {
    * kept to be settled when the job delivers, and the lease is let go (whoever settles takes it anew).
    * False if the payment was not "verified" (another attempt already moved it on).
    */
-  holdPayment(paymentKey: string, hold: { outcome: StoredOutcome; held: HeldAuthorization }): Promise<boolean>;
+  holdPayment(
+    paymentKey: string,
+    hold: { outcome: StoredOutcome; held: HeldAuthorization },
+  ): Promise<boolean>;
   /** Every payment in state "held", oldest first: what the held-payment settler looks after. */
   heldPayments(): Promise<PaymentRecord[]>;
   /** Takes over an unfinished (verified or held) payment whose lease expired; true if taken. */

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -6,6 +7,11 @@ import type { AddressInfo } from "node:net";
  * (its JSON API shape), an OpenAI-compatible chat-completions model, and the web pages the search
  * points at. Tests steer them through the fields below.
  */
+
+/** OpenAI's answer to `max_tokens` sent to a reasoning model, as recorded (see test/fixtures/research/SOURCES.md). */
+const UNSUPPORTED_MAX_TOKENS = fs.readFileSync(
+  new URL("../fixtures/research/openai-chat-error-unsupported-max-tokens.json", import.meta.url),
+);
 
 export const QUESTION =
   "Why do lithium-ion batteries lose capacity in cold weather, and how can fleets limit it?";
@@ -89,6 +95,13 @@ export interface StandIns {
   hangModel: number;
   /** The next N model requests are answered 500 (a model provider that is down). */
   failModel: number;
+  /** The next N searches are answered 502 (a search provider that is down behind its proxy). */
+  failSearch: number;
+  /**
+   * A reasoning model: a request carrying `max_tokens` is answered 400 with OpenAI's recorded body
+   * (test/fixtures/research/openai-chat-error-unsupported-max-tokens.json).
+   */
+  refuseMaxTokens: boolean;
   /** Resolves on the next model request. */
   nextModelRequest(): Promise<void>;
   /** The page URLs the search stand-in returns, in rank order. */
@@ -136,6 +149,8 @@ export async function startStandIns(): Promise<StandIns> {
     modelRequests: [] as StandIns["modelRequests"],
     hangModel: 0,
     failModel: 0,
+    failSearch: 0,
+    refuseMaxTokens: false,
     waiters: [] as (() => void)[],
   };
 
@@ -169,6 +184,11 @@ export async function startStandIns(): Promise<StandIns> {
     }
     const query = url.searchParams.get("q") ?? "";
     state.searches.push(query);
+    if (state.failSearch > 0) {
+      state.failSearch--;
+      response.writeHead(502, { "content-type": "text/html" }).end("<h1>502 Bad Gateway</h1>");
+      return;
+    }
     // The SearXNG JSON API's answer (GET /search?q=…&format=json).
     const body = {
       query,
@@ -211,6 +231,10 @@ export async function startStandIns(): Promise<StandIns> {
     if (state.hangModel > 0) {
       state.hangModel--;
       return; // never answers: the worker holding this job is about to be killed
+    }
+    if (state.refuseMaxTokens && "max_tokens" in body) {
+      response.writeHead(400, { "content-type": "application/json" }).end(UNSUPPORTED_MAX_TOKENS);
+      return;
     }
     if (state.failModel > 0) {
       state.failModel--;
@@ -262,6 +286,18 @@ export async function startStandIns(): Promise<StandIns> {
     },
     set failModel(value: number) {
       state.failModel = value;
+    },
+    get failSearch() {
+      return state.failSearch;
+    },
+    set failSearch(value: number) {
+      state.failSearch = value;
+    },
+    get refuseMaxTokens() {
+      return state.refuseMaxTokens;
+    },
+    set refuseMaxTokens(value: boolean) {
+      state.refuseMaxTokens = value;
     },
     nextModelRequest: () => new Promise<void>((resolve) => state.waiters.push(resolve)),
     articleUrls,

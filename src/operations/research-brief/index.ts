@@ -7,6 +7,7 @@ import { type JobHandler, livenessSince } from "../../jobs/worker.ts";
 import { Problem } from "../../problem.ts";
 import { createChatModel } from "./model.ts";
 import { runResearch } from "./pipeline.ts";
+import { ProviderHealth, researchUpstreams, watchedModel, watchedSearch } from "./provider-health.ts";
 import { DEFAULT_RETRY } from "./retry.ts";
 import { safeFetch } from "./safe-fetch.ts";
 import {
@@ -37,7 +38,14 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
   const queue = store.jobs;
   const { search, llm, fetchAllowHosts } = config.research;
 
+  // Upstreams known to be down are a 503 before any payment (a job that cannot succeed is not taken).
+  const health = new ProviderHealth({ now: () => env.now().getTime() });
+  const upstreams = researchUpstreams(config.research);
   const admit = async () => {
+    const down = await Promise.all(upstreams.search.map((upstream) => health.unavailable(upstream)));
+    if (down.every(Boolean)) throw unavailable(`the search provider is not available: ${down.join("; ")}`);
+    const modelDown = upstreams.model && (await health.unavailable(upstreams.model));
+    if (modelDown) throw unavailable(`the model is not available: ${modelDown}`);
     const alive = await queue.liveWorkers(livenessSince(env.now().getTime(), config.jobs.leaseMs));
     if (!alive.some((worker) => worker.types.includes(JOB_TYPE))) {
       throw unavailable(
@@ -49,8 +57,8 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
   };
 
   const deps = {
-    search: createSearchProviders(search),
-    model: llm ? createChatModel(llm) : undefined,
+    search: watchedSearch(createSearchProviders(search), health, upstreams.search),
+    model: llm && upstreams.model ? watchedModel(createChatModel(llm), health, upstreams.model) : undefined,
     fetchPage: (url: string, signal: AbortSignal) => safeFetch(url, { allowHosts: fetchAllowHosts, signal }),
     now: env.now,
     retry: DEFAULT_RETRY,
@@ -67,7 +75,12 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
     jobHandler,
     catalogDetails: { search: searchName(search) },
     async probe() {
-      return `search ${searchName(search)}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
+      const statuses = health.status([...upstreams.search, ...(upstreams.model ? [upstreams.model] : [])]);
+      const down = statuses.filter((status) => !status.available);
+      const described = `search ${searchName(search)}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
+      // Said, not failed: the other operations stay ready while a research upstream is down (jobs get a 503).
+      if (down.length === 0) return described;
+      return `${described}; not taking jobs while down: ${down.map((status) => `${status.name} ${status.reason}`).join("; ")}`;
     },
     async handle(input, ctx) {
       await admit();

@@ -1,4 +1,8 @@
 import net from "node:net";
+import type { Config } from "../../config.ts";
+import type { ChatModel } from "./model.ts";
+import { ProviderError } from "./retry.ts";
+import type { SearchProvider } from "./search.ts";
 
 /** Consecutive failures after which an upstream's circuit opens. */
 const FAILURES_TO_OPEN = 3;
@@ -41,7 +45,10 @@ export const tcpProbe: ReachabilityProbe = (url, timeoutMs) =>
     const target = new URL(url);
     const port = Number(target.port || (target.protocol === "https:" ? 443 : 80));
     const socket = net.connect({ host: target.hostname.replace(/^\[|\]$/g, ""), port });
-    const timer = setTimeout(() => socket.destroy(new Error(`no connection within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => socket.destroy(new Error(`no connection within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     socket.once("connect", () => {
       clearTimeout(timer);
       socket.end();
@@ -137,10 +144,62 @@ export class ProviderHealth {
             ? { reason: `unreachable (${circuit.probe?.reason})` }
             : {}),
         ...(circuit.lastFailure
-          ? { lastFailure: { at: new Date(circuit.lastFailure.at).toISOString(), reason: circuit.lastFailure.reason } }
+          ? {
+              lastFailure: {
+                at: new Date(circuit.lastFailure.at).toISOString(),
+                reason: circuit.lastFailure.reason,
+              },
+            }
           : {}),
         ...(circuit.lastSuccess ? { lastSuccess: new Date(circuit.lastSuccess).toISOString() } : {}),
       };
     });
   }
+}
+
+/** The upstreams a research job needs, by name and URL, from the research settings. */
+export function researchUpstreams(research: Config["research"]): { search: Upstream[]; model?: Upstream } {
+  const { search, llm } = research;
+  const urls: Record<string, string | undefined> = {
+    wikipedia: search.wikipediaUrl,
+    crossref: search.crossrefUrl,
+    ...(search.web ? { [search.web.provider]: search.web.url } : {}),
+  };
+  return {
+    search: search.providers.flatMap((name) => (urls[name] ? [{ name, url: urls[name] as string }] : [])),
+    ...(llm ? { model: { name: `model ${llm.model}`, url: llm.baseUrl } } : {}),
+  };
+}
+
+/** Provider failures feed the breaker; an aborted job (lost lease, shutdown) says nothing about it. */
+async function watched<T>(health: ProviderHealth, names: string[], call: () => Promise<T>): Promise<T> {
+  try {
+    const result = await call();
+    for (const name of names) health.succeeded(name);
+    return result;
+  } catch (error) {
+    if (error instanceof ProviderError) for (const name of names) health.failed(name, error.message);
+    throw error;
+  }
+}
+
+/** The search as the pipeline sees it, its outcomes recorded for every search upstream it spans. */
+export function watchedSearch(
+  search: SearchProvider,
+  health: ProviderHealth,
+  upstreams: Upstream[],
+): SearchProvider {
+  const names = upstreams.map((upstream) => upstream.name);
+  return {
+    name: search.name,
+    search: (query, options) => watched(health, names, () => search.search(query, options)),
+  };
+}
+
+export function watchedModel(model: ChatModel, health: ProviderHealth, upstream: Upstream): ChatModel {
+  return {
+    name: model.name,
+    complete: (messages, options) =>
+      watched(health, [upstream.name], () => model.complete(messages, options)),
+  };
 }

@@ -201,7 +201,10 @@ export class PostgresStore implements Store {
     );
   }
 
-  async holdPayment(paymentKey: string, hold: { outcome: StoredOutcome; held: HeldAuthorization }): Promise<boolean> {
+  async holdPayment(
+    paymentKey: string,
+    hold: { outcome: StoredOutcome; held: HeldAuthorization },
+  ): Promise<boolean> {
     const result = await this.pool.query(
       `UPDATE payments SET state = 'held', outcome = $2, held = $3, pending_outcome = NULL, lease_until = 0,
          updated_at = $4

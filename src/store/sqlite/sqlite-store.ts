@@ -209,7 +209,10 @@ export class SqliteStore implements Store {
     this.statements.recordPendingOutcome.run(JSON.stringify(outcome), new Date().toISOString(), paymentKey);
   }
 
-  async holdPayment(paymentKey: string, hold: { outcome: StoredOutcome; held: HeldAuthorization }): Promise<boolean> {
+  async holdPayment(
+    paymentKey: string,
+    hold: { outcome: StoredOutcome; held: HeldAuthorization },
+  ): Promise<boolean> {
     const result = this.statements.holdPayment.run({
       paymentKey,
       outcome: JSON.stringify(hold.outcome),
