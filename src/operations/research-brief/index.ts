@@ -123,7 +123,9 @@ export const researchBrief = defineOperation({
     "searches the web, reads the top pages, writes a Markdown answer citing them as [n] (or, without a model, " +
     "quotes the most relevant sentences), and removes any citation that does not name a page it read. " +
     "Answers 202 with a status URL (also in Location); poll GET /v1/jobs/{id} (free) until status is " +
-    "succeeded or failed. 503 (nothing charged) when no research worker is running.",
+    "succeeded or failed. Charged only for a delivered brief: the payment is held at 202 and settled when the " +
+    "brief is ready; a job that fails or passes its deadline (expiresAt) is never charged. 503 (nothing " +
+    "charged) when no research worker is running or a source it needs is down.",
   tags: ["research"],
   inputFrom: "body",
   input: ResearchBriefRequest,
@@ -139,6 +141,11 @@ export const researchBrief = defineOperation({
       pollAfterSeconds: POLL_AFTER_SECONDS,
     },
   },
-  errorResponses: [{ status: 503, description: "The research worker is unavailable; no payment is taken." }],
+  errorResponses: [
+    {
+      status: 503,
+      description: "The research worker or a source it needs is unavailable; no payment is taken.",
+    },
+  ],
   start,
 });
