@@ -14,7 +14,7 @@ interface CatalogEntry {
   method: string;
   url: string;
   available: boolean;
-  /** Why an operation cannot serve now (e.g. no provider configured, no release built). */
+  /** Why an operation cannot serve now (e.g. no release built). */
   unavailable?: string;
   price: { usd: string };
   input: { in: "body" | "query" } | null;
@@ -58,10 +58,20 @@ for (const entry of [...catalog.operations, ...catalog.products]) {
       : { method: entry.method };
   const response = await payingFetch(url, init);
   const receipt = paymentReceipt(response);
-  await response.arrayBuffer();
-  // An upstream this machine cannot reach (e.g. TED without internet) is a 502, never charged.
-  if (!response.ok && response.status !== 502) failures++;
-  const note = response.status === 502 ? "  (its upstream is unreachable from here; nothing charged)" : "";
+  const text = await response.text();
+  // An upstream this machine cannot reach (e.g. TED without internet) is a 502, never charged; research
+  // answers 503 (never charged) while its sources (Wikipedia and Crossref by default, no key needed) cannot be reached.
+  if (!response.ok && response.status !== 502 && response.status !== 503) failures++;
+  const statusUrl =
+    response.status === 202 ? (JSON.parse(text) as { statusUrl?: string }).statusUrl : undefined;
+  const note =
+    response.status === 502
+      ? "  (its upstream is unreachable from here; nothing charged)"
+      : response.status === 503
+        ? "  (unavailable here now, e.g. its sources are unreachable from this machine; nothing charged)"
+        : statusUrl
+          ? `  (queued; researched on the configured sources, Wikipedia and Crossref by default; paid when the brief is ready: GET ${statusUrl})`
+          : "";
   console.log(
     `${entry.id.padEnd(44)} ${response.status}  USD ${entry.price.usd.padStart(6)}  tx ${receipt?.transaction ?? "(none)"}${note}`,
   );
