@@ -38,6 +38,13 @@ export const ResearchBriefResult = z
         fetchedAt: z.iso.datetime(),
         excerpt: z.string(),
         publishedAt: z.string().optional(),
+        reliability: z.enum(["primary", "reference work", "news", "blog", "unknown"]).meta({
+          description:
+            "What kind of publisher the address shows (doi.org, .gov, .edu, who.int, europa.eu, journals → primary; " +
+            "Wikipedia, Britannica → reference work; news sites or /news/ → news; blog hosts or /blog/ → blog): " +
+            "a first hint, not a judgement of the page.",
+        }),
+        reliabilityReason: z.string().meta({ description: "The signal the reliability note rests on." }),
       }),
     ),
     caveats: z.array(z.string()).min(1).meta({
