@@ -41,18 +41,6 @@ export type SearchSettings = Config["research"]["search"];
 /** What the catalog, /readyz, the banner and a brief's method.search call the configured search. */
 export const searchName = (settings: Pick<SearchSettings, "providers">) => settings.providers.join("+");
 
-/** Where each configured provider is reached, in order (e.g. for reachability probes). */
-export const searchUpstreams = (settings: SearchSettings): { name: SearchProviderName; url: string }[] =>
-  settings.providers.map((name) => ({
-    name,
-    url:
-      name === "wikipedia"
-        ? settings.wikipediaUrl
-        : name === "crossref"
-          ? settings.crossrefUrl
-          : (settings.web?.url ?? ""),
-  }));
-
 const SEARCH_TIMEOUT_MS = 20_000;
 
 /** Parses a provider's answer; a shape it does not have is the provider's failure, not ours. */
