@@ -9,6 +9,7 @@ import {
   type JobState,
   type MaintenanceReport,
   type NewJob,
+  RunnableSignal,
   SECURED_PAYMENT,
   SETTLING_PROGRESS,
   type WorkerRecord,
@@ -64,6 +65,8 @@ const SETTLED = "SELECT payment_key FROM payments WHERE state = 'settled'";
  * same job and never wait on each other; every other change is one conditional statement.
  */
 export class PostgresJobQueue implements JobQueue {
+  readonly runnable = new RunnableSignal();
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => number = Date.now,
@@ -87,6 +90,7 @@ export class PostgresJobQueue implements JobQueue {
         this.date(),
       ],
     );
+    if (options.queued) this.runnable.notify();
     return toJob(rows[0] as JobRow);
   }
 
@@ -105,6 +109,7 @@ export class PostgresJobQueue implements JobQueue {
       "UPDATE jobs SET state = 'queued', updated_at = $1 WHERE id = $2 AND state = 'awaiting_payment'",
       [this.date(), id],
     );
+    if (result.rowCount === 1) this.runnable.notify();
     return result.rowCount === 1;
   }
 

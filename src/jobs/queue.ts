@@ -82,7 +82,24 @@ export interface MaintenanceReport {
   forgottenWorkers: number;
 }
 
+/** Tells this process's workers at once that a job became runnable here (workers elsewhere poll). */
+export class RunnableSignal {
+  private readonly listeners = new Set<() => void>();
+
+  /** Returns the function that stops listening. */
+  listen(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
 export interface JobQueue {
+  /** Notified when create({queued}) or markPaid makes a job runnable through this queue object. */
+  readonly runnable: RunnableSignal;
   /** Records a job in state awaiting_payment (or queued when it needs no payment). */
   create(job: NewJob, options?: { queued?: boolean }): Promise<Job>;
   get(id: string): Promise<Job | undefined>;

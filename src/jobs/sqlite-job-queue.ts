@@ -9,6 +9,7 @@ import {
   type JobState,
   type MaintenanceReport,
   type NewJob,
+  RunnableSignal,
   SECURED_PAYMENT,
   SETTLING_PROGRESS,
   type WorkerRecord,
@@ -62,6 +63,7 @@ const SETTLED = "SELECT payment_key FROM payments WHERE state = 'settled'";
  * processes sharing the file (API instances, `utility402 worker`s) never take the same job twice.
  */
 export class SqliteJobQueue implements JobQueue {
+  readonly runnable = new RunnableSignal();
   private readonly statements;
 
   constructor(
@@ -165,6 +167,7 @@ export class SqliteJobQueue implements JobQueue {
       maxAttempts: job.maxAttempts,
       now: this.iso(),
     });
+    if (options.queued) this.runnable.notify();
     return (await this.get(job.id)) as Job;
   }
 
@@ -179,7 +182,9 @@ export class SqliteJobQueue implements JobQueue {
   }
 
   async markPaid(id: string): Promise<boolean> {
-    return this.statements.markPaid.run(this.iso(), id).changes === 1;
+    const queued = this.statements.markPaid.run(this.iso(), id).changes === 1;
+    if (queued) this.runnable.notify();
+    return queued;
   }
 
   async drop(id: string): Promise<boolean> {

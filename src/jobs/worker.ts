@@ -57,6 +57,7 @@ export class JobWorker {
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
   private wake: (() => void) | undefined;
+  private stopListening: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private readonly now: () => number;
   private readonly types: string[];
@@ -74,6 +75,8 @@ export class JobWorker {
     this.timers.push(setInterval(() => this.reportLiveness().catch(() => {}), beat));
     this.timers.push(setInterval(() => this.maintain(), MAINTENANCE_INTERVAL_MS));
     for (const timer of this.timers) timer.unref();
+    // A job queued by this process is taken at once, not at the next poll.
+    this.stopListening = this.options.queue.runnable.listen(() => this.wake?.());
     this.maintain();
     this.loop = this.takeJobs();
     this.options.log.info({ worker: this.id, types: this.types }, "worker started");
@@ -83,6 +86,7 @@ export class JobWorker {
   async stop(graceMs = 10_000): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.stopListening?.();
     this.wake?.();
     for (const timer of this.timers) clearInterval(timer);
     await this.loop;
