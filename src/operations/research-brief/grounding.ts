@@ -313,7 +313,7 @@ export function groundingCaveats(grounded: GroundedText): string[] {
   const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
   if (grounded.unsupported.length > 0) {
     caveats.push(
-      `Removed ${count(grounded.unsupported.length, "sentence")} stating a figure or name that the sources it cites do not contain: ` +
+      `Removed ${count(grounded.unsupported.length, "sentence")} stating a figure or name that the sources ${grounded.unsupported.length === 1 ? "it cites" : "they cite"} do not contain: ` +
         grounded.unsupported
           .map(
             (entry) =>
