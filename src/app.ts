@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { RegExpRouter } from "hono/router/reg-exp-router";
 import type { AgentSkills } from "./catalog/agent-skills.ts";
 import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
+import type { buildCatalogDocument } from "./catalog/catalog-document.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
@@ -32,7 +33,7 @@ export interface Readiness {
 
 export interface Documents {
   openapi: unknown;
-  catalog: unknown;
+  catalog: ReturnType<typeof buildCatalogDocument>;
   x402: unknown;
   agentSkills: AgentSkills;
 }
@@ -77,6 +78,22 @@ const FREE_GET_PATHS = [
   JOB_STATUS_PATH,
 ];
 
+/** The catalog with what an operation says of itself now (an upstream down) over its start-time availability. */
+function liveCatalog(catalog: Documents["catalog"], started: AppServices["started"]) {
+  const now = new Map<string, string>();
+  for (const [id, operation] of started) {
+    const reason = operation.unavailableNow?.();
+    if (reason) now.set(id, reason);
+  }
+  if (now.size === 0) return catalog;
+  return {
+    ...catalog,
+    operations: catalog.operations.map((entry) =>
+      now.has(entry.id) ? { ...entry, available: false, unavailable: now.get(entry.id) } : entry,
+    ),
+  };
+}
+
 /** Hono path syntax for a registry path ("/v1/jobs/{id}" → "/v1/jobs/:id"). */
 const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 
@@ -117,7 +134,7 @@ export function buildApp(services: AppServices): Hono<Env> {
   });
 
   app.get("/openapi.json", (c) => json(c, documents.openapi));
-  app.get("/catalog.json", (c) => json(c, documents.catalog));
+  app.get("/catalog.json", (c) => json(c, liveCatalog(documents.catalog, services.started)));
   app.get("/.well-known/x402", (c) => json(c, documents.x402));
   app.get(`${AGENT_SKILLS_PREFIX}/index.json`, (c) => json(c, documents.agentSkills.index));
   // One static route per skill file: a parameter before "/SKILL.md" would make Hono fall back from

@@ -69,7 +69,8 @@ describe("discovery documents agree with the registry", () => {
     asset: BASE_USDC_ADDRESS,
     amount: atomicPrice(operation),
     payTo: service.payTo,
-    maxTimeoutSeconds: 120,
+    // A job's payment is held until its result is ready: its authorization must outlive the job.
+    maxTimeoutSeconds: operation.kind === "async" ? 1800 : 120,
     extra: { name: "USD Coin", version: "2" },
   });
 

@@ -33,6 +33,11 @@ export interface StartedOperation<I = unknown, O = unknown> {
   catalogDetails?: Record<string, unknown>;
   /** False when the operation cannot serve now (e.g. no release built); the catalog says so. */
   available?: boolean;
+  /**
+   * Why the operation is refusing work right now (an upstream known to be down), without any I/O; the
+   * catalog is served with `available: false` and this as `unavailable` while it says so.
+   */
+  unavailableNow?(): string | undefined;
   /** A /readyz line for what the operation depends on; throws when it is not ready. */
   probe?(): Promise<string>;
   /** Releases what it holds when the service stops. */

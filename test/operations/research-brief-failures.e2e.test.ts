@@ -221,6 +221,12 @@ describe("research-brief with its search provider down before the call", () => {
     expect(await balanceOf(payer.address)).toBe(before);
     const ready = await fetch(`${service.url}/readyz`);
     expect((await ready.json()).checks["research-brief"]).toMatch(/searxng unreachable/);
+    expect(ready.status).toBe(200); // the other operations are still served
+    const catalog = await (await fetch(`${service.url}/catalog.json`)).json();
+    expect(catalog.operations.find((entry: { id: string }) => entry.id === "research-brief")).toMatchObject({
+      available: false,
+      unavailable: expect.stringMatching(/^not taking jobs while down: searxng unreachable/),
+    });
     expect(standIns.searches).toHaveLength(0);
   });
 });

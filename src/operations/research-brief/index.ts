@@ -41,6 +41,12 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
   // Upstreams known to be down are a 503 before any payment (a job that cannot succeed is not taken).
   const health = new ProviderHealth({ now: () => env.now().getTime() });
   const upstreams = researchUpstreams(config.research);
+  /** The upstreams known to be down now (no probe), as "<name> <reason>". */
+  const downNow = () =>
+    health
+      .status([...upstreams.search, ...(upstreams.model ? [upstreams.model] : [])])
+      .filter((status) => !status.available)
+      .map((status) => `${status.name} ${status.reason}`);
   const admit = async () => {
     const down = await Promise.all(upstreams.search.map((upstream) => health.unavailable(upstream)));
     if (down.every(Boolean)) throw unavailable(`the search provider is not available: ${down.join("; ")}`);
@@ -74,13 +80,16 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
     admit,
     jobHandler,
     catalogDetails: { search: searchName(search) },
+    unavailableNow() {
+      const down = downNow();
+      return down.length > 0 ? `not taking jobs while down: ${down.join("; ")}` : undefined;
+    },
     async probe() {
-      const statuses = health.status([...upstreams.search, ...(upstreams.model ? [upstreams.model] : [])]);
-      const down = statuses.filter((status) => !status.available);
+      const down = downNow();
       const described = `search ${searchName(search)}, ${llm ? `model ${llm.model}` : "extractive (no model configured)"}`;
       // Said, not failed: the other operations stay ready while a research upstream is down (jobs get a 503).
       if (down.length === 0) return described;
-      return `${described}; not taking jobs while down: ${down.map((status) => `${status.name} ${status.reason}`).join("; ")}`;
+      return `${described}; not taking jobs while down: ${down.join("; ")}`;
     },
     async handle(input, ctx) {
       await admit();
