@@ -68,12 +68,44 @@ for (const entry of [...catalog.operations, ...catalog.products]) {
     response.status === 502
       ? "  (its upstream is unreachable from here; nothing charged)"
       : response.status === 503
-        ? "  (unavailable here now, e.g. its sources are unreachable from this machine; nothing charged)"
+        ? `  (unavailable here now: ${problemDetail(text)})`
         : statusUrl
           ? `  (queued; researched on the configured sources, Wikipedia and Crossref by default; paid when the brief is ready: GET ${statusUrl})`
           : "";
   console.log(
     `${entry.id.padEnd(44)} ${response.status}  USD ${entry.price.usd.padStart(6)}  tx ${receipt?.transaction ?? "(none)"}${note}`,
   );
+  if (statusUrl) {
+    const job = await untilFinished(statusUrl);
+    if (job.status !== "succeeded") failures++;
+    console.log(
+      `${"".padEnd(44)} job ${job.status}: payment ${job.payment?.state ?? "?"}, tx ${job.payment?.transaction ?? "(none)"}` +
+        (job.error ? `, ${job.error.code}: ${job.error.message}` : ""),
+    );
+  }
+}
+
+/** The `detail` of a problem+json answer (it says what is unavailable and that nothing was charged). */
+function problemDetail(text: string): string {
+  try {
+    return (JSON.parse(text) as { detail?: string }).detail ?? text;
+  } catch {
+    return text.slice(0, 200);
+  }
+}
+
+/** Polls a job until it is finished and its payment settled or released (a few minutes at most). */
+async function untilFinished(statusUrl: string) {
+  const deadline = Date.now() + 5 * 60_000;
+  for (;;) {
+    const job = (await (await fetch(statusUrl)).json()) as {
+      status: string;
+      payment?: { state: string; transaction?: string };
+      error?: { code: string; message: string };
+    };
+    const done = job.status === "succeeded" || job.status === "failed";
+    if ((done && job.payment?.state !== "held") || Date.now() > deadline) return job;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
 }
 process.exitCode = failures > 0 ? 1 : 0;
