@@ -1,11 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer } from "../../src/client/paying-fetch.ts";
+import { parseCrossrefAnswer, workDocument } from "../../src/operations/research-brief/crossref.ts";
+import { groundAnswer } from "../../src/operations/research-brief/grounding.ts";
 import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { ResearchBriefResult } from "../../src/operations/research-brief/schema.ts";
-import { WIKIPEDIA_LICENCE } from "../../src/operations/research-brief/wikipedia.ts";
+import { parseWikipediaArticle, WIKIPEDIA_LICENCE } from "../../src/operations/research-brief/wikipedia.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
-import { oneAtATime, type SourceStandIns, startSourceStandIns } from "./research-sources-standins.ts";
+import {
+  fixture,
+  oneAtATime,
+  pythonArticle,
+  type SourceStandIns,
+  startSourceStandIns,
+} from "./research-sources-standins.ts";
 
 const PRICE = 5_000_000n; // USD 5.00 in USDC atomic units
 const QUESTION = "What is the Python programming language used for in ecological research?";
@@ -91,6 +99,29 @@ describe("research-brief with nothing but the keyless defaults", () => {
       brief.sources.some((source) => source.url.startsWith("https://doi.org/") && cited.has(source.n)),
     ).toBe(true);
     expect(brief.caveats).toContain(`${WIKIPEDIA_LICENCE} (source ${wikipedia?.n}).`);
+
+    // The delivered answer passes the grounding check against the texts the stand-ins served (the
+    // recorded article and Crossref works): every figure and name it states is in a source it cites.
+    const served = new Map<string, string>([
+      [PERMALINK, parseWikipediaArticle(JSON.parse(pythonArticle()), standIns.wikipediaUrl).text],
+    ]);
+    for (const work of parseCrossrefAnswer(fixture("crossref-works-query-01.json"))) {
+      const document = workDocument(work);
+      served.set(document.url, document.text);
+    }
+    const grounding = groundAnswer(
+      brief.answer,
+      brief.sources.map((source) => ({
+        n: source.n,
+        url: source.url,
+        title: source.title,
+        text: served.get(source.url) ?? "",
+      })),
+      QUESTION,
+    );
+    expect(grounding.unsupported).toEqual([]);
+    expect(grounding.uncited).toEqual([]);
+    expect(grounding.text).toBe(brief.answer);
 
     // Wikipedia and Crossref were asked one request at a time each, naming the service and its
     // operator; Crossref with the operator's mailto.
