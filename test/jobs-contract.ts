@@ -218,7 +218,12 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
       expect(await queue.deliver(job.id)).toBe(false);
       expect(await queue.complete(job.id, "w1", { answer: 42 })).toBe(true);
       const ready = await queue.get(job.id);
-      expect(ready).toMatchObject({ state: "ready", result: { answer: 42 }, leaseOwner: null, finishedAt: null });
+      expect(ready).toMatchObject({
+        state: "ready",
+        result: { answer: 42 },
+        leaseOwner: null,
+        finishedAt: null,
+      });
       expect((await queue.readyJobs()).map((j) => j.id)).toEqual([job.id]);
       expect(await queue.claim("w2", ["research-brief"], LEASE)).toBeUndefined();
       expect(await queue.expire(job.id, { code: "deadline_passed", message: "late" })).toBe(false);
@@ -265,22 +270,41 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
     it("a held payment lists, takes a lease, and ends final; the ledger keeps its authorization", async () => {
       const key = await payment("verified");
       expect(
-        await store.holdPayment(key, { outcome: { status: 202, headers: {}, body: "{}" }, held: HELD_AUTHORIZATION }),
+        await store.holdPayment(key, {
+          outcome: { status: 202, headers: {}, body: "{}" },
+          held: HELD_AUTHORIZATION,
+        }),
       ).toBe(true);
       expect(
-        await store.holdPayment(key, { outcome: { status: 202, headers: {}, body: "{}" }, held: HELD_AUTHORIZATION }),
+        await store.holdPayment(key, {
+          outcome: { status: 202, headers: {}, body: "{}" },
+          held: HELD_AUTHORIZATION,
+        }),
       ).toBe(false);
       const held = await store.getPayment(key);
-      expect(held).toMatchObject({ state: "held", leaseUntil: 0, outcome: { status: 202 }, held: HELD_AUTHORIZATION });
+      expect(held).toMatchObject({
+        state: "held",
+        leaseUntil: 0,
+        outcome: { status: 202 },
+        held: HELD_AUTHORIZATION,
+      });
       expect((await store.heldPayments()).map((record) => record.paymentKey)).toEqual([key]);
       expect(await store.takeOverPayment(key, clock, clock + LEASE)).toBe(true);
       expect(await store.takeOverPayment(key, clock, clock + LEASE)).toBe(false);
       await store.releaseLease(key);
       expect(
-        await store.completePayment(key, { state: "settled", txHash: "0xtx", outcome: held?.outcome as never }),
+        await store.completePayment(key, {
+          state: "settled",
+          txHash: "0xtx",
+          outcome: held?.outcome as never,
+        }),
       ).toBe(true);
       expect(await store.heldPayments()).toEqual([]);
-      expect(await store.getPayment(key)).toMatchObject({ state: "settled", txHash: "0xtx", held: HELD_AUTHORIZATION });
+      expect(await store.getPayment(key)).toMatchObject({
+        state: "settled",
+        txHash: "0xtx",
+        held: HELD_AUTHORIZATION,
+      });
     });
 
     it("maintenance queues jobs whose payment settled, drops unpaid ones, purges old results but keeps failed paid jobs", async () => {

@@ -32,7 +32,8 @@ export function paymentRequirements(operation: AnyOperation, settings: PaymentSe
     asset: settings.asset,
     amount: atomicPrice(operation),
     payTo: settings.payTo,
-    maxTimeoutSeconds: operation.kind === "async" ? settings.jobMaxTimeoutSeconds : settings.maxTimeoutSeconds,
+    maxTimeoutSeconds:
+      operation.kind === "async" ? settings.jobMaxTimeoutSeconds : settings.maxTimeoutSeconds,
     // The EIP-712 domain of the token: USDC on Base mainnet is "USD Coin", version "2".
     extra: { name: settings.assetName, version: settings.assetVersion },
   };

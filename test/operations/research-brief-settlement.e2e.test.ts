@@ -93,7 +93,10 @@ describe("a held research payment whose settlement answer is lost at delivery", 
       const job = await pollUntilFinished(statusUrl);
       expect(job.status).toBe("succeeded");
       expect(job.result.sources.length).toBeGreaterThanOrEqual(2);
-      expect(job.payment).toMatchObject({ state: "settled", transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+      expect(job.payment).toMatchObject({
+        state: "settled",
+        transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      });
       expect(standIns.modelRequests).toHaveLength(1);
       expect(await store.jobs.get(jobId)).toMatchObject({ attempts: 1, paymentKey: key });
       expect((await store.getPayment(key))?.state).toBe("settled");

@@ -127,7 +127,10 @@ describe("research workers as separate processes", () => {
       return ["succeeded", "failed"].includes(current.status) ? current : undefined;
     });
     expect(finished.status).toBe("succeeded");
-    expect(finished.payment).toMatchObject({ state: "settled", transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(finished.payment).toMatchObject({
+      state: "settled",
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
     expect(finished.expiresAt).toBeUndefined();
     expect(finished.result.sources.length).toBeGreaterThanOrEqual(3);
     expect(standIns.modelRequests).toHaveLength(2);

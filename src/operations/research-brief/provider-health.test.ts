@@ -13,8 +13,13 @@ describe("ProviderHealth", () => {
     health.failed("wikipedia", "answered 500");
     expect(await health.unavailable(search)).toBeUndefined();
     health.failed("wikipedia", "answered 503: busy\nstack");
-    expect(await health.unavailable(search)).toBe("wikipedia failed 3 times in a row (last: answered 503: busy)");
-    expect(health.status([search])[0]).toMatchObject({ available: false, lastFailure: { reason: "answered 503: busy" } });
+    expect(await health.unavailable(search)).toBe(
+      "wikipedia failed 3 times in a row (last: answered 503: busy)",
+    );
+    expect(health.status([search])[0]).toMatchObject({
+      available: false,
+      lastFailure: { reason: "answered 503: busy" },
+    });
     clock += 30_000;
     expect(await health.unavailable(search)).toBeUndefined();
     health.succeeded("wikipedia");
