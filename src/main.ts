@@ -123,12 +123,6 @@ async function workerCommand(): Promise<void> {
     }
   }
   const handlers = jobHandlers(started);
-  if (handlers.size === 0) {
-    await store.close();
-    throw new ConfigError([
-      "RESEARCH_SEARCH_PROVIDER: no job type can run without a search provider; a worker would take no job",
-    ]);
-  }
   const worker = createWorker(config, store.jobs, handlers, log);
   await worker.start();
   stopOnSignals(log, async () => {
