@@ -6,12 +6,14 @@ import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { tenderShortlist, tenderShortlistGet } from "../../src/operations/tender-shortlist/index.ts";
 import { INVALID_FIELDS } from "../fixtures/ted/invalid-requests.ts";
+import { RESTRICTED_NOTICE, RESTRICTED_NOTICE_AS_OF } from "../fixtures/ted/restricted-notice.ts";
 import {
   FIXTURE_NAMES,
   type FixtureName,
   fixturePages,
   readFixture,
   type StandInAnswer,
+  shiftDates,
   shiftDay,
   shiftFor,
   startTedStandIn,
@@ -172,8 +174,10 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
         minValue: 1_000_000,
         rankingMode: "highestValue",
       }),
-      query: (shift) =>
-        `deadline-receipt-tender-date-lot>=${shiftDay("2026-10-01", shift).replaceAll("-", "")} AND ${COMPETITION}${SORT}`,
+      query: (shift) => {
+        const day = shiftDay("2026-10-01", shift).replaceAll("-", "");
+        return `(deadline-receipt-tender-date-lot>=${day} OR deadline-receipt-request-date-lot>=${day}) AND ${COMPETITION}${SORT}`;
+      },
     },
     "search-request-and-pages-05.json": {
       request: (shift) => ({
@@ -226,7 +230,7 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
     replay("search-response-03.json", 21);
     // Not the query of the replay above, which the cache would answer with data 21 days younger.
     const { json } = await paidPost({
-      query: "software",
+      query: "IT-Dienstleistungen",
       countries: ["AUT", "DEU"],
       cpvCodes: ["72"],
       maxResults: 1,
@@ -243,11 +247,14 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
         buyerName: "Oberösterreichische Gesundheitsholding GmbH und Tochterunternehmen",
         buyerCountry: "AUT",
         deadline: deadline.toISOString().replace(".000Z", "Z"),
+        deadlineType: "tender",
+        deadlines: [{ type: "tender", at: deadline.toISOString().replace(".000Z", "Z"), open: true }],
         estimatedValue: null,
         currency: null,
+        // Scored in the buyer's own title ("DIGIT- Bereitstellen von diversen IT-Dienstleistungen"), by words.
         fitScore: 52,
         fitReasons: [
-          '+20: "software" appears in the title',
+          '+20: "IT-Dienstleistungen" appears in the title',
           "+12: CPV 72000000 falls under the requested prefix 72",
           "+10: the buyer is in AUT, a requested country",
           "+10: a contract notice (cn-standard): an open call for tenders",
@@ -255,17 +262,66 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
         risks: [
           `deadline within 7 days (${deadline.toISOString().replace(".000Z", "Z")}): little time to prepare a bid`,
           "no estimated value published",
+          "procurement in deu, not English (the language of the buyer's own texts): the documents and the bid are likely in deu",
           "11 lots: check which lots fit and each lot's conditions",
         ],
         sourceUrl: "https://ted.europa.eu/en/notice/-/detail/688936-2026",
+        submissionUrls: [],
+        documentUrls: [],
         noticeType: "cn-standard",
         publicationDate: shiftDay("2026-10-06", shiftFor("search-response-03.json", NOW, 21)),
         cpvCodes: ["72000000", "72262000", "72266000", "72250000", "72253000"],
         lotCount: 11,
         languages: ["deu"],
+        submissionLanguages: [],
       },
     ]);
     expect(days).toBeLessThan(7);
+  });
+
+  it("a restricted procedure's request-to-participate deadline (479730-2026, constructed) is its deadline", async () => {
+    // The notice is constructed with the shape of the recorded tender deadline fields plus its time field (see
+    // test/fixtures/ted/restricted-notice.ts), moved like the recordings so that it is as current as they are.
+    const shift = Math.round(
+      (Date.parse(`${NOW.toISOString().slice(0, 10)}T00:00:00Z`) -
+        Date.parse(`${RESTRICTED_NOTICE_AS_OF}T00:00:00Z`)) /
+        86_400_000,
+    );
+    const restricted = shiftDates(RESTRICTED_NOTICE, shift);
+    const [page] = fixturePages("search-response-03.json", NOW);
+    answer = () => ({ body: { ...page, notices: [...(page?.notices ?? []), restricted] } });
+    const before = ted.requests.length;
+    const { response, json, charged } = await paidPost({
+      keywords: ["spoortunnel"],
+      deadlineAfter: shiftDay("2026-11-25", shift),
+      rankingMode: "deadlineSoonest",
+    });
+    expect(response.status).toBe(200);
+    expect(specErrors(json)).toEqual([]);
+    const sent = ted.requests.slice(before)[0] as { query: string; fields: string[] };
+    expect(sent.fields).toEqual(
+      expect.arrayContaining(["deadline-receipt-request-date-lot", "deadline-receipt-request-time-lot"]),
+    );
+    expect(sent.query).toContain(
+      `deadline-receipt-request-date-lot>=${shiftDay("2026-11-25", shift).replaceAll("-", "")}`,
+    );
+    const at = `${shiftDay("2026-12-21", shift)}T11:00:00Z`;
+    const days = Math.floor((Date.parse(at) - NOW.getTime()) / 86_400_000);
+    expect(json.tenders[0]).toMatchObject({
+      noticeId: "479730-2026",
+      deadline: at,
+      deadlineType: "request-to-participate",
+      deadlines: [{ type: "request-to-participate", at, open: true }],
+      submissionUrls: ["https://tenders.example.org/479730/submit"],
+      documentUrls: ["https://tenders.example.org/479730/documents"],
+      languages: ["nld"],
+      submissionLanguages: ["nld"],
+    });
+    expect(json.tenders[0].fitReasons).toContain(`+15: ${days} days until the deadline (${at})`);
+    expect(json.tenders[0].fitReasons).toContain(
+      "+15: 1 of 1 keywords appear in the title, description or lots (spoortunnel)",
+    );
+    expect(charged).toBe(PRICE);
   });
 
   it("answers identical requests from the cache and concurrent ones with one upstream call", async () => {

@@ -29,7 +29,8 @@ describe("the TED expert query", () => {
       'FT~"cloud hosting" AND (FT~"kubernetes" OR FT~"container platform") AND buyer-country IN (DEU AUT) ' +
         "AND (classification-cpv IN (72000000 48000000) OR classification-cpv=722* OR classification-cpv=30*) " +
         "AND publication-date>=20260901 AND publication-date<=20261031 " +
-        "AND deadline-receipt-tender-date-lot>=20261101 AND deadline-receipt-tender-date-lot<=20270115 " +
+        "AND ((deadline-receipt-tender-date-lot>=20261101 AND deadline-receipt-tender-date-lot<=20270115) OR " +
+        "(deadline-receipt-request-date-lot>=20261101 AND deadline-receipt-request-date-lot<=20270115)) " +
         `AND ${COMPETITION}${SORT}`,
     );
   });

@@ -48,6 +48,12 @@ export interface QueryInput {
   deadlineBefore?: string;
 }
 
+/** The deadline days a deadline bound applies to: tenders and requests to participate. */
+const DEADLINE_DATE_FIELDS = [
+  "deadline-receipt-tender-date-lot",
+  "deadline-receipt-request-date-lot",
+] as const;
+
 const unique = (values: readonly string[]) => [...new Set(values)];
 
 /** Exact codes lose their check digit (TED indexes the 8 digits); prefixes lose their `*`. */
@@ -79,9 +85,17 @@ export function buildExpertQuery(input: QueryInput): string {
   }
   if (input.publishedAfter) clauses.push(`publication-date>=${tedDate(input.publishedAfter)}`);
   if (input.publishedBefore) clauses.push(`publication-date<=${tedDate(input.publishedBefore)}`);
-  if (input.deadlineAfter) clauses.push(`deadline-receipt-tender-date-lot>=${tedDate(input.deadlineAfter)}`);
-  if (input.deadlineBefore)
-    clauses.push(`deadline-receipt-tender-date-lot<=${tedDate(input.deadlineBefore)}`);
+  const deadlineBounds = (field: string) =>
+    [
+      ...(input.deadlineAfter ? [`${field}>=${tedDate(input.deadlineAfter)}`] : []),
+      ...(input.deadlineBefore ? [`${field}<=${tedDate(input.deadlineBefore)}`] : []),
+    ].join(" AND ");
+  if (input.deadlineAfter || input.deadlineBefore) {
+    // A restricted procedure publishes only its request-to-participate deadline; either kind in range counts.
+    const [tender, request] = DEADLINE_DATE_FIELDS.map(deadlineBounds);
+    const both = !!(input.deadlineAfter && input.deadlineBefore);
+    clauses.push(both ? `((${tender}) OR (${request}))` : `(${tender} OR ${request})`);
+  }
   clauses.push(`notice-type IN (${COMPETITION_NOTICE_TYPES.join(" ")})`);
   return `${clauses.join(" AND ")} SORT BY publication-date DESC`;
 }

@@ -60,7 +60,9 @@ function bind(env: OperationEnvironment): StartedOperation<TenderShortlistInput,
   // In the store, so that instances sharing a database share the cache and fetch a query once.
   const cache = new StoreSearchCache<FetchedNotices>({
     store: env.store,
-    namespace: "tender-shortlist",
+    // v2: notices carry every kind of deadline, the buyer's own texts, URLs and languages; entries cached by an
+    // instance still running the previous shape are not read back.
+    namespace: "tender-shortlist:v2",
     codec: fetchedNoticesCodec,
     ttlMs: config.ted.cacheTtlMs,
     loadLeaseMs: CACHE_LOAD_LEASE_MS,
@@ -98,23 +100,31 @@ const common = {
           buyerName: "Oberösterreichische Gesundheitsholding GmbH und Tochterunternehmen",
           buyerCountry: "AUT",
           deadline: "2026-11-04T22:59:59Z",
+          deadlineType: "tender",
+          deadlines: [{ type: "tender", at: "2026-11-04T22:59:59Z", open: true }],
           estimatedValue: null,
           currency: null,
-          fitScore: 67,
+          fitScore: 47,
           fitReasons: [
-            '+20: "software" appears in the title',
             "+12: CPV 72000000 falls under the requested prefix 72",
             "+10: the buyer is in AUT, a requested country",
             "+15: 27 days until the deadline (2026-11-04T22:59:59Z)",
             "+10: a contract notice (cn-standard): an open call for tenders",
           ],
-          risks: ["no estimated value published", "11 lots: check which lots fit and each lot's conditions"],
+          risks: [
+            "no estimated value published",
+            "procurement in deu, not English (the language of the buyer's own texts): the documents and the bid are likely in deu",
+            "11 lots: check which lots fit and each lot's conditions",
+          ],
           sourceUrl: "https://ted.europa.eu/en/notice/-/detail/688936-2026",
+          submissionUrls: [],
+          documentUrls: [],
           noticeType: "cn-standard",
           publicationDate: "2026-10-06",
           cpvCodes: ["72000000", "72262000", "72266000", "72250000", "72253000"],
           lotCount: 11,
           languages: ["deu"],
+          submissionLanguages: [],
         },
       ],
       stats: { pages: 1, scanned: 5, dropped: 0, duplicates: 0 },
@@ -130,9 +140,11 @@ const DESCRIPTION =
   "Up to 30 current EU procurement notices from TED (Search API v3) that fit a profile: free text, keywords, " +
   "buyer countries (ISO 3166-1 alpha-3), CPV codes or prefixes, publication and deadline ranges, a minimum " +
   "value. Only competitions still open (contract notices, calls for competition); awards and past deadlines are " +
-  "dropped, one notice per procedure (the latest). Each tender is normalised (UTC deadline, value and currency, " +
-  "buyer, English title where TED has one) and scored 0-100 with the reason for every point and the risks to " +
-  "check, with the official notice link. Identical queries within 10 minutes are answered from a cache. " +
+  "dropped, one notice per procedure (the latest). Each tender is normalised (every deadline TED publishes, " +
+  "tender and request to participate, in UTC, with which one `deadline` is; value and currency; buyer; English " +
+  "title where TED has one; submission and document URLs; the procurement languages) and scored 0-100 with the " +
+  "reason for every point (query and keywords as whole words in the buyer's own title, description and lots) " +
+  "and the risks to check, with the official notice link. Identical queries within 10 minutes are answered from a cache. " +
   "TED unavailable: 502, never charged.";
 
 export const tenderShortlist = defineOperation({

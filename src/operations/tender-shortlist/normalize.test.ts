@@ -40,8 +40,8 @@ describe("reading a TED notice", () => {
       languages: ["deu"],
       frameworkAgreement: null,
     });
-    expect(notice.deadlines).toHaveLength(11);
-    expect(notice.deadlines[0]?.toISOString()).toBe("2026-11-04T22:59:59.000Z");
+    // Eleven lots with one deadline: kept once, with its kind.
+    expect(notice.deadlines).toEqual([{ type: "tender", at: new Date("2026-11-04T22:59:59.000Z") }]);
   });
 
   it("takes the buyer's language when TED has no English title, and decodes HTML entities in names", () => {

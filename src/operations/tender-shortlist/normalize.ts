@@ -1,28 +1,52 @@
 import type { TedNotice } from "./ted-client.ts";
 
+/** Which deadline: to submit a tender, to request to participate (restricted, negotiated, competitive
+ * dialogue), or to express interest (a prior information notice used as a call for competition). */
+export type DeadlineType = "tender" | "request-to-participate" | "expression-of-interest";
+
+export interface NoticeDeadline {
+  type: DeadlineType;
+  at: Date;
+}
+
 /** A TED notice read into plain facts, before any filtering or scoring. */
 export interface NormalizedNotice {
   noticeId: string;
   title: string | null;
   /** ISO 639-2 code of `title` (TED's three-letter language keys, lower case). */
   titleLanguage: string | null;
-  /** Every title text in every language TED gave (what keyword matches look at). */
+  /** Every title text in every language TED gave (framework agreements are named there). */
   titleTexts: string[];
+  /**
+   * What the buyer wrote: the procedure's and the lots' titles (`title-proc`, `title-lot`; without them the
+   * buyer's part of `notice-title`, after TED's country and category label) and descriptions
+   * (`description-proc`, `description-lot`). Query and keywords are scored here, never in TED's labels.
+   */
+  ownTitles: string[];
+  ownDescriptions: string[];
   buyerName: string | null;
   buyerCountry: string | null;
   buyerCountries: string[];
-  /** Every lot's submission deadline, earliest first. */
-  deadlines: Date[];
+  /** Every deadline TED published (each kind, each lot, with its time when given), earliest first, each once. */
+  deadlines: NoticeDeadline[];
   value: { amount: number; currency: string | null } | null;
   /** Currencies of a value source that mixed them (never summed). */
   mixedCurrencies: string[];
   sourceUrl: string;
+  /** The buyer's submission and procurement-document URLs (http and https only, each once). */
+  submissionUrls: string[];
+  documentUrls: string[];
   noticeType: string | null;
   formType: string | null;
   publicationDate: string | null;
   cpvCodes: string[];
   lotCount: number | null;
+  /** The notice's official languages (`official-language`), else the languages the buyer's texts are in. */
   languages: string[];
+  /** Whether `languages` comes from TED's `official-language` field (else from the buyer's texts). */
+  languagesDeclared: boolean;
+  /** Languages in which tenders or requests may be submitted (`submission-language`); empty when not given. */
+  submissionLanguages: string[];
   frameworkAgreement: "field" | "title" | null;
   /** Notices with the same key are versions of one procedure. */
   procedureKey: string;
@@ -172,12 +196,85 @@ function sourceUrl(notice: TedNotice, noticeId: string): string {
   return TED_NOTICE_PAGE + encodeURIComponent(noticeId);
 }
 
+/** Lower-case ISO 639-2 codes of a language field (`["DEU", "ENG"]`), each once; `mul` is no language. */
+const languageCodes = (value: unknown) =>
+  unique(strings(value).map((code) => code.toLowerCase())).filter(
+    (code) => /^[a-z]{3}$/.test(code) && code !== "mul",
+  );
+
+/** The date and time fields of each kind of deadline TED publishes (per lot, lists in lot order). */
+const DEADLINE_FIELDS: readonly [DeadlineType, string, string][] = [
+  ["tender", "deadline-receipt-tender-date-lot", "deadline-receipt-tender-time-lot"],
+  ["request-to-participate", "deadline-receipt-request-date-lot", "deadline-receipt-request-time-lot"],
+  [
+    "expression-of-interest",
+    "deadline-receipt-expressions-date-lot",
+    "deadline-receipt-expressions-time-lot",
+  ],
+];
+
+/**
+ * Every deadline of every kind as an instant, earliest first, each (kind, instant) once. A day takes the time
+ * at the same position (one time for all days when TED gives one), else the end of that day in its zone.
+ */
+export function readDeadlines(notice: TedNotice): NoticeDeadline[] {
+  const seen = new Set<string>();
+  const deadlines: NoticeDeadline[] = [];
+  for (const [type, dayField, timeField] of DEADLINE_FIELDS) {
+    const days = strings(notice[dayField]);
+    const times = strings(notice[timeField]);
+    days.forEach((day, index) => {
+      const time = times.length === days.length ? times[index] : times.length === 1 ? times[0] : undefined;
+      const at = deadlineInstant(day, time);
+      if (!at || seen.has(`${type}@${at.getTime()}`)) return;
+      seen.add(`${type}@${at.getTime()}`);
+      deadlines.push({ type, at });
+    });
+  }
+  return deadlines.sort((a, b) => a.at.getTime() - b.at.getTime() || a.type.localeCompare(b.type));
+}
+
+/** TED's `notice-title` is "country – category label – the buyer's title"; the buyer's part is the same in every language. */
+function buyerPartOfNoticeTitle(text: string): string {
+  const parts = text.split(" – ");
+  return parts.length >= 3 ? parts.slice(2).join(" – ") : text;
+}
+
+function ownTexts(
+  notice: TedNotice,
+  noticeTitles: Map<string, string[]>,
+  procedureTitles: Map<string, string[]>,
+): Pick<NormalizedNotice, "ownTitles" | "ownDescriptions"> {
+  const all = (field: string) => [...languageMap(notice[field]).values()].flat();
+  const declared = [...procedureTitles.values()].flat();
+  const titles =
+    declared.length > 0 ? declared : [...noticeTitles.values()].flat().map(buyerPartOfNoticeTitle);
+  return {
+    ownTitles: unique([...titles, ...all("title-lot")]),
+    ownDescriptions: unique([...all("description-proc"), ...all("description-lot")]),
+  };
+}
+
+/** http(s) URLs of a URL field, each once; anything else (a mail address, free text) is left out. */
+function webUrls(value: unknown): string[] {
+  const urls: string[] = [];
+  for (const text of strings(value)) {
+    try {
+      const url = new URL(text);
+      if (url.protocol === "https:" || url.protocol === "http:") urls.push(url.href);
+    } catch {
+      // not a URL
+    }
+  }
+  return unique(urls);
+}
+
 export function normalizeNotice(notice: TedNotice): NormalizedNotice {
   const noticeId = String(notice["publication-number"]);
   const noticeTitles = languageMap(notice["notice-title"]);
   const procedureTitles = languageMap(notice["title-proc"]);
   const buyerNames = languageMap(notice["buyer-name"]);
-  const officialLanguages = unique(strings(notice["official-language"]).map((code) => code.toLowerCase()));
+  const officialLanguages = languageCodes(notice["official-language"]);
   // The buyer writes in the notice's official language(s); TED adds machine translations of the title.
   const buyerLanguages = unique([
     ...officialLanguages,
@@ -190,20 +287,12 @@ export function normalizeNotice(notice: TedNotice): NormalizedNotice {
   const buyer = pick(buyerNames, preferences);
   const buyerCountries = unique(strings(notice["buyer-country"]).map((code) => code.toUpperCase()));
 
+  const deadlines = readDeadlines(notice);
   const days = strings(notice["deadline-receipt-tender-date-lot"]);
-  const times = strings(notice["deadline-receipt-tender-time-lot"]);
-  const deadlines = days
-    .map((day, index) =>
-      deadlineInstant(
-        day,
-        times.length === days.length ? times[index] : times.length === 1 ? times[0] : undefined,
-      ),
-    )
-    .filter((instant): instant is Date => instant !== null)
-    .sort((a, b) => a.getTime() - b.getTime());
+  const requestDays = strings(notice["deadline-receipt-request-date-lot"]);
 
   const lots = unique(strings(notice["identifier-lot"]));
-  const lotCount = lots.length > 0 ? lots.length : days.length > 0 ? days.length : null;
+  const lotCount = lots.length > 0 ? lots.length : Math.max(days.length, requestDays.length) || null;
 
   // Versions of one notice share its identifier; notices of one procedure share the procedure's. Without
   // either (fields TED leaves out), the buyer and the title in the buyer's language name the procedure.
@@ -224,18 +313,23 @@ export function normalizeNotice(notice: TedNotice): NormalizedNotice {
     title: title?.[1] ?? null,
     titleLanguage: title?.[0] ?? null,
     titleTexts,
+    ...ownTexts(notice, noticeTitles, procedureTitles),
     buyerName: buyer?.[1] ?? null,
     buyerCountry: buyerCountries[0] ?? null,
     buyerCountries,
     deadlines,
     ...estimatedValue(notice),
     sourceUrl: sourceUrl(notice, noticeId),
+    submissionUrls: webUrls(notice["submission-url-lot"]),
+    documentUrls: webUrls(notice["document-url-lot"]),
     noticeType: strings(notice["notice-type"])[0]?.toLowerCase() ?? null,
     formType: strings(notice["form-type"])[0]?.toLowerCase() ?? null,
     publicationDate,
     cpvCodes: unique(strings(notice["classification-cpv"]).map((code) => code.replace(/-\d$/, ""))),
     lotCount,
-    languages: buyerLanguages,
+    languages: officialLanguages.length > 0 ? officialLanguages : buyerLanguages,
+    languagesDeclared: officialLanguages.length > 0,
+    submissionLanguages: languageCodes(notice["submission-language"]),
     frameworkAgreement: frameworkAgreement(notice, titleTexts),
     procedureKey,
     versionOrder: [publicationDate ?? "", version, ...publicationOrder(noticeId)],

@@ -6,6 +6,7 @@ import { cpvPattern, searchableText } from "./expert-query.ts";
 const ALPHA3 = new Set(Object.keys(countries.getAlpha3Codes()));
 
 export const MAX_RESULTS_LIMIT = 30;
+export const DEADLINE_TYPES = ["tender", "request-to-participate", "expression-of-interest"] as const;
 export const RANKING_MODES = ["bestFit", "deadlineSoonest", "highestValue"] as const;
 
 const isoDate = z.iso.date({ error: "must be a date in YYYY-MM-DD form" });
@@ -108,10 +109,33 @@ export const TenderNotice = z
       .meta({ description: "In English when TED has it, else the buyer's language, else any." }),
     buyerName: z.string().nullable().optional(),
     buyerCountry: z.string().nullable().optional().meta({ description: "ISO 3166-1 alpha-3." }),
-    deadline: z.iso.datetime().nullable().optional().meta({
-      description:
-        "The earliest lot submission deadline still open, in UTC. A day without a time means the end of that day in the notice's time zone.",
-    }),
+    deadline: z.iso
+      .datetime()
+      .nullable()
+      .optional()
+      .meta({
+        description:
+          "The earliest deadline still open, of any kind (`deadlineType`): for a restricted or negotiated " +
+          "procedure usually the request to participate. In UTC; a day without a time means the end of that day " +
+          "in the notice's time zone.",
+      }),
+    deadlineType: z
+      .enum(DEADLINE_TYPES)
+      .nullable()
+      .optional()
+      .meta({ description: "Which deadline `deadline` is." }),
+    deadlines: z
+      .array(
+        z.strictObject({
+          type: z.enum(DEADLINE_TYPES),
+          at: z.iso.datetime(),
+          open: z.boolean().meta({ description: "Not yet passed when the shortlist was generated." }),
+        }),
+      )
+      .optional()
+      .meta({
+        description: "Every deadline TED publishes for the notice (every kind and lot), earliest first.",
+      }),
     estimatedValue: z.number().nullable().optional(),
     currency: z.string().nullable().optional().meta({ description: "ISO 4217 code of estimatedValue." }),
     fitScore: z.number().min(0).max(100),
@@ -120,11 +144,25 @@ export const TenderNotice = z
       .meta({ description: "One sentence per score component, with its points." }),
     risks: z.array(z.string()),
     sourceUrl: z.url().meta({ description: "The official notice page on ted.europa.eu." }),
+    submissionUrls: z.array(z.url()).optional().meta({
+      description: "Where the buyer takes tenders or requests to participate (TED `submission-url-lot`).",
+    }),
+    documentUrls: z
+      .array(z.url())
+      .optional()
+      .meta({ description: "Where the procurement documents are (TED `document-url-lot`)." }),
     noticeType: z.string().nullable().optional(),
     publicationDate: z.iso.date().nullable().optional(),
     cpvCodes: z.array(z.string()).optional(),
     lotCount: z.int().nullable().optional(),
-    languages: z.array(z.string()).optional(),
+    languages: z.array(z.string()).optional().meta({
+      description:
+        "The notice's official languages (ISO 639-2, TED `official-language`), else the languages of the buyer's own texts.",
+    }),
+    submissionLanguages: z
+      .array(z.string())
+      .optional()
+      .meta({ description: "Languages tenders may be submitted in (TED `submission-language`)." }),
   })
   .meta({ id: "TenderNotice" });
 

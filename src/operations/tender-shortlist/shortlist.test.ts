@@ -116,6 +116,7 @@ describe("risks", () => {
     expect(risks).toEqual([
       `deadline within 7 days (${day(6)}T22:59:59Z): little time to prepare a bid`,
       "no estimated value published",
+      "procurement in deu, not English (the language of the buyer's own texts): the documents and the bid are likely in deu",
       "11 lots: check which lots fit and each lot's conditions",
     ]);
   });
@@ -141,7 +142,7 @@ describe("risks", () => {
       notice("23-2027", { "notice-type": undefined, "deadline-receipt-tender-date-lot": undefined }),
     ]);
     expect(tender(result, "20-2027").risks).toEqual([
-      "title not in English (fra): the documents are likely in that language",
+      "procurement in fra, not English (the language of the buyer's own texts): the documents and the bid are likely in fra",
     ]);
     expect(tender(result, "21-2027").risks).toEqual(["buyer name missing from the notice data"]);
     expect(tender(result, "21-2027").buyerName).toBeNull();
@@ -180,7 +181,7 @@ describe("scoring", () => {
     expect(result?.fitScore).toBe(100);
     expect(result?.fitReasons).toEqual([
       '+20: "cloud hosting" appears in the title',
-      "+15: 2 of 2 keywords appear in the title (kubernetes, backup)",
+      "+15: 2 of 2 keywords appear in the title, description or lots (kubernetes, backup)",
       "+20: CPV 72415000 is one of the requested codes",
       "+10: the buyer is in DEU, a requested country",
       `+15: 30 days until the deadline (${day(30)}T22:59:59Z)`,
@@ -200,7 +201,7 @@ describe("scoring", () => {
     });
     const result = shortlist([partial], profile).tenders[0];
     expect(result?.fitReasons).toEqual([
-      "+8: 1 of 2 query words appear in the title (hosting)",
+      "+5: 1 of 2 query words appear in the title or description (hosting)",
       "+12: CPV 48000000 falls under the requested prefix 48",
       `+8: 10 days until the deadline (${day(10)}T22:59:59Z)`,
       "+5: estimated value published (100,000 EUR)",
@@ -212,7 +213,7 @@ describe("scoring", () => {
       0,
     );
     expect(result?.fitScore).toBe(sum);
-    expect(result?.fitScore).toBe(43);
+    expect(result?.fitScore).toBe(40);
   });
 
   it("is deterministic for the same data and clock, and within 0-100 for every recorded notice", () => {
@@ -312,6 +313,6 @@ describe("fetched notices in the shared cache", () => {
     expect(fetched.notices.some((n) => n.deadlines.length > 0)).toBe(true);
     const decoded = fetchedNoticesCodec.decode(fetchedNoticesCodec.encode(fetched));
     expect(decoded).toEqual(fetched);
-    expect(decoded.notices.flatMap((n) => n.deadlines).every((d) => d instanceof Date)).toBe(true);
+    expect(decoded.notices.flatMap((n) => n.deadlines).every((d) => d.at instanceof Date)).toBe(true);
   });
 });

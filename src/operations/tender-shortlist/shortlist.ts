@@ -1,6 +1,6 @@
 import { approximateEur } from "./eur-rates.ts";
 import { COMPETITION_NOTICE_TYPES, searchableText, splitCpvCodes } from "./expert-query.ts";
-import { foldText, type NormalizedNotice } from "./normalize.ts";
+import { foldText, type NormalizedNotice, type NoticeDeadline } from "./normalize.ts";
 import type { Tender, TenderShortlistInput, TenderShortlistOutput } from "./schema.ts";
 import type { Codec } from "./search-cache.ts";
 
@@ -9,6 +9,25 @@ export const SHORT_RUNWAY_DAYS = 7;
 const LONG_RUNWAY_DAYS = 21;
 export const MANY_LOTS = 5;
 
+const isoInstant = (date: Date) => date.toISOString().replace(".000Z", "Z");
+
+const unique = <T>(values: readonly T[]) => [...new Set(values)];
+
+/**
+ * The words of a text, compared without accents and case: maximal runs of Unicode letters and digits
+ * ("AI-based" → ai, based; "países" → paises), so a term matches whole words only, never inside one.
+ */
+export const words = (text: string) => foldText(text).match(/[\p{L}\p{N}]+/gu) ?? [];
+
+/** Whether `term`'s words occur consecutively in `text`'s words. */
+export function containsWords(text: readonly string[], term: readonly string[]): boolean {
+  if (term.length === 0) return false;
+  for (let start = 0; start + term.length <= text.length; start++) {
+    if (term.every((word, offset) => text[start + offset] === word)) return true;
+  }
+  return false;
+}
+
 const COMPETITION = new Set<string>(COMPETITION_NOTICE_TYPES);
 const CONTRACT_NOTICES = new Set(["cn-standard", "cn-social", "cn-desg"]);
 
@@ -16,8 +35,8 @@ const CONTRACT_NOTICES = new Set(["cn-standard", "cn-social", "cn-desg"]);
 export type DropReason = "not-a-competition" | "deadline-passed" | "below-min-value";
 
 export interface Selection {
-  /** Current competition notices, one per procedure, each with its earliest open deadline. */
-  candidates: { notice: NormalizedNotice; deadline: Date | null }[];
+  /** Current competition notices, one per procedure, each with its earliest open deadline (of any kind). */
+  candidates: { notice: NormalizedNotice; deadline: NoticeDeadline | null }[];
   dropped: number;
   duplicates: number;
   dropReasons: Map<string, DropReason>;
@@ -78,7 +97,7 @@ export function selectCandidates(
       drop(notice, "not-a-competition");
       continue;
     }
-    const open = notice.deadlines.filter((deadline) => deadline.getTime() >= now.getTime());
+    const open = notice.deadlines.filter((deadline) => deadline.at.getTime() >= now.getTime());
     if (notice.deadlines.length > 0 && open.length === 0) {
       drop(notice, "deadline-passed");
       continue;
@@ -100,38 +119,44 @@ const plural = (count: number, word: string) => `${count} ${word}${count === 1 ?
 
 /**
  * fitScore is the sum of the points in fitReasons (each reason starts with its points), at most 100:
- * title matches 20 (query) + 15 (keywords), CPV 20, country 10, deadline runway 15, value 10, type 10.
+ * query 20 (as whole words in the buyer's own title; 12 in its descriptions; 10 × the share of its words),
+ * keywords 15, CPV 20, country 10, deadline runway 15 (the earliest open deadline of any kind), value 10,
+ * type 10.
  * Risks never change the score; they list what an agent must check before bidding.
  */
 export function scoreNotice(
   notice: NormalizedNotice,
-  deadline: Date | null,
+  deadline: NoticeDeadline | null,
   input: TenderShortlistInput,
   now: Date,
 ): Pick<Tender, "fitScore" | "fitReasons" | "risks"> {
   const reasons: [number, string][] = [];
   const risks: string[] = [];
-  const titles = notice.titleTexts.map(foldText);
-  const inTitle = (term: string) => titles.some((title) => title.includes(term));
+  const titles = notice.ownTitles.map(words);
+  const descriptions = notice.ownDescriptions.map(words);
+  const inTexts = (texts: string[][], term: string[]) => texts.some((text) => containsWords(text, term));
+  const inTitle = (term: string[]) => inTexts(titles, term);
+  const inAny = (term: string[]) => inTitle(term) || inTexts(descriptions, term);
 
   if (input.query) {
-    const phrase = foldText(searchableText(input.query));
-    const words = phrase.split(" ");
-    const found = words.filter(inTitle);
+    const phrase = words(searchableText(input.query));
+    const found = unique(phrase).filter((word) => inAny([word]));
     if (inTitle(phrase)) reasons.push([20, `"${input.query}" appears in the title`]);
+    else if (inAny(phrase)) reasons.push([12, `"${input.query}" appears in the description`]);
     else if (found.length > 0) {
+      const total = unique(phrase).length;
       reasons.push([
-        Math.round((15 * found.length) / words.length),
-        `${found.length} of ${words.length} query words appear in the title (${found.join(", ")})`,
+        Math.round((10 * found.length) / total),
+        `${found.length} of ${total} query words appear in the title or description (${found.join(", ")})`,
       ]);
     }
   }
   if (input.keywords?.length) {
-    const found = input.keywords.filter((keyword) => inTitle(foldText(searchableText(keyword))));
+    const found = input.keywords.filter((keyword) => inAny(words(searchableText(keyword))));
     if (found.length > 0) {
       reasons.push([
         Math.round((15 * found.length) / input.keywords.length),
-        `${found.length} of ${input.keywords.length} keywords appear in the title (${found.join(", ")})`,
+        `${found.length} of ${input.keywords.length} keywords appear in the title, description or lots (${found.join(", ")})`,
       ]);
     }
   }
@@ -151,13 +176,21 @@ export function scoreNotice(
     if (match) reasons.push([10, `the buyer is in ${match}, a requested country`]);
   }
   if (deadline) {
-    const days = Math.floor((deadline.getTime() - now.getTime()) / DAY_MS);
-    const when = deadline.toISOString().replace(".000Z", "Z");
+    const days = Math.floor((deadline.at.getTime() - now.getTime()) / DAY_MS);
+    const when = isoInstant(deadline.at);
     if (days >= LONG_RUNWAY_DAYS) reasons.push([15, `${days} days until the deadline (${when})`]);
     else if (days >= SHORT_RUNWAY_DAYS) reasons.push([8, `${days} days until the deadline (${when})`]);
     else risks.push(`deadline within ${SHORT_RUNWAY_DAYS} days (${when}): little time to prepare a bid`);
   } else {
     risks.push("no submission deadline in the notice data: read it on the notice page");
+  }
+  const passedRequest = notice.deadlines
+    .filter((d) => d.type === "request-to-participate" && d.at.getTime() < now.getTime())
+    .at(-1);
+  if (passedRequest && deadline?.type === "tender") {
+    risks.push(
+      `the request-to-participate deadline (${isoInstant(passedRequest.at)}) has passed: only candidates already admitted can tender`,
+    );
   }
   const euros = comparableValue(notice);
   if (notice.value) {
@@ -185,11 +218,17 @@ export function scoreNotice(
   } else {
     risks.push("notice type not in the search data: check that the notice still invites tenders");
   }
-  if (notice.titleLanguage !== "eng") {
+  if (!notice.title) risks.push("no title in the notice data");
+  // TED machine-translates every title into English; the procurement's language is the notice's own.
+  if (notice.languages.length > 0 && !notice.languages.includes("eng")) {
+    const official = notice.languages.join(", ");
+    const submission = notice.submissionLanguages.length > 0 ? notice.submissionLanguages.join(", ") : null;
+    const source = notice.languagesDeclared
+      ? "the notice's official language"
+      : "the language of the buyer's own texts";
     risks.push(
-      notice.titleLanguage
-        ? `title not in English (${notice.titleLanguage}): the documents are likely in that language`
-        : "no title in the notice data",
+      `procurement in ${official}, not English (${source}${submission ? `; tenders in ${submission}` : ""}): ` +
+        `the documents and the bid are likely in ${notice.languages[0]}`,
     );
   }
   if (notice.lotCount !== null && notice.lotCount >= MANY_LOTS) {
@@ -238,7 +277,7 @@ export function rank(items: Ranked[], mode: TenderShortlistInput["rankingMode"])
 
 export function toTender(
   notice: NormalizedNotice,
-  deadline: Date | null,
+  deadline: NoticeDeadline | null,
   input: TenderShortlistInput,
   now: Date,
 ): Tender {
@@ -247,16 +286,25 @@ export function toTender(
     title: notice.title ?? `TED notice ${notice.noticeId}`,
     buyerName: notice.buyerName,
     buyerCountry: notice.buyerCountry,
-    deadline: deadline ? deadline.toISOString().replace(".000Z", "Z") : null,
+    deadline: deadline ? isoInstant(deadline.at) : null,
+    deadlineType: deadline?.type ?? null,
+    deadlines: notice.deadlines.map(({ type, at }) => ({
+      type,
+      at: isoInstant(at),
+      open: at.getTime() >= now.getTime(),
+    })),
     estimatedValue: notice.value?.amount ?? null,
     currency: notice.value?.currency ?? null,
     ...scoreNotice(notice, deadline, input, now),
     sourceUrl: notice.sourceUrl,
+    submissionUrls: notice.submissionUrls,
+    documentUrls: notice.documentUrls,
     noticeType: notice.noticeType,
     publicationDate: notice.publicationDate,
     cpvCodes: notice.cpvCodes,
     lotCount: notice.lotCount,
     languages: notice.languages,
+    submissionLanguages: notice.submissionLanguages,
   };
 }
 
@@ -266,13 +314,15 @@ export interface FetchedNotices {
   notices: NormalizedNotice[];
 }
 
-/** Fetched notices as the store keeps them: JSON, with the deadlines revived as dates. */
+/** Fetched notices as the store keeps them: JSON, with the deadlines' instants revived as dates. */
 export const fetchedNoticesCodec: Codec<FetchedNotices> = {
   encode: (fetched) => JSON.stringify(fetched),
   decode: (text) => {
     const fetched = JSON.parse(text) as FetchedNotices;
     for (const notice of fetched.notices) {
-      notice.deadlines = (notice.deadlines as unknown as string[]).map((deadline) => new Date(deadline));
+      notice.deadlines = (notice.deadlines as unknown as { type: NoticeDeadline["type"]; at: string }[]).map(
+        ({ type, at }) => ({ type, at: new Date(at) }),
+      );
     }
     return fetched;
   },
@@ -288,7 +338,7 @@ export function buildShortlist(
   const ranked = rank(
     selection.candidates.map(({ notice, deadline }) => ({
       tender: toTender(notice, deadline, input, now),
-      deadline,
+      deadline: deadline?.at ?? null,
       euros: comparableValue(notice),
     })),
     input.rankingMode,

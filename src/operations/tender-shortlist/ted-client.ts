@@ -1,16 +1,30 @@
 import { z } from "zod";
 import { Problem } from "../../problem.ts";
 
-/** The notice fields a shortlist reads (TED returns `links` with every notice unasked). */
+/**
+ * The notice fields a shortlist reads (TED returns `links` with every notice unasked): every deadline TED
+ * publishes (tenders, requests to participate, expressions of interest, each with its time), the buyer's own
+ * titles and descriptions (procedure and lots), the submission and document URLs, and the language fields.
+ */
 export const TED_FIELDS = [
   "publication-number",
   "notice-title",
   "title-proc",
+  "description-proc",
+  "title-lot",
+  "description-lot",
   "buyer-name",
   "buyer-country",
   "publication-date",
   "deadline-receipt-tender-date-lot",
   "deadline-receipt-tender-time-lot",
+  "deadline-receipt-request-date-lot",
+  "deadline-receipt-request-time-lot",
+  "deadline-receipt-expressions-date-lot",
+  "deadline-receipt-expressions-time-lot",
+  "submission-url-lot",
+  "document-url-lot",
+  "submission-language",
   "notice-type",
   "form-type",
   "classification-cpv",
