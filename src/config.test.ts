@@ -13,6 +13,16 @@ const problemsOf = (env: Record<string, string>) => {
 };
 
 describe("loadConfig", () => {
+  it("a job's held authorization must outlive the job and its settlement", () => {
+    expect(loadConfig({}).payment.jobMaxTimeoutSeconds).toBe(1800);
+    expect(problemsOf({ X402_JOB_MAX_TIMEOUT_SECONDS: "300" })).toEqual([]);
+    expect(problemsOf({ X402_JOB_MAX_TIMEOUT_SECONDS: "300", X402_SETTLEMENT_TIMEOUT_MS: "120000" })).toEqual(
+      [
+        "X402_JOB_MAX_TIMEOUT_SECONDS: at least 450 with X402_SETTLEMENT_TIMEOUT_MS=120000 (a job's held payment must outlive the job and its settlement)",
+      ],
+    );
+  });
+
   it("defaults to local mode on Base with USDC when nothing is configured", () => {
     const config = loadConfig({});
     expect(config.port).toBe(8402);

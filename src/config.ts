@@ -156,6 +156,7 @@ const EnvSchema = z.object({
   ).default(7),
   JOB_LEASE_SECONDS: optional(z.coerce.number().int().min(2).max(3600)).default(60),
   JOB_MAX_ATTEMPTS: optional(z.coerce.number().int().min(1).max(10)).default(3),
+  JOB_MAX_HELD_PER_PAYER: optional(z.coerce.number().int().min(1).max(1000)).default(3),
   WORKER_CONCURRENCY: optional(z.coerce.number().int().min(1).max(64)).default(2),
   IN_PROCESS_WORKER: optional(z.enum(["true", "false"], { error: "must be true or false" })).default("true"),
   CLINICAL_TRIALS_API_URL: optional(httpUrl).default("https://clinicaltrials.gov/api/v2/studies"),
@@ -247,6 +248,11 @@ export interface Config {
     retentionMs: number;
     leaseMs: number;
     maxAttempts: number;
+    /**
+     * Jobs one payer may have running on held (unsettled) payments at once: verification cannot reserve the
+     * payer's balance, so a payer could otherwise start many jobs on funds that pay for one.
+     */
+    maxHeldPerPayer: number;
     workerConcurrency: number;
     /** `serve` runs a worker in its own process too (IN_PROCESS_WORKER). */
     inProcessWorker: boolean;
@@ -307,6 +313,14 @@ export function loadConfig(
   const chainId = Number(e.X402_NETWORK?.split(":")[1]);
   if (mode === "local" && e.X402_NETWORK && e.X402_NETWORK !== BASE_NETWORK) {
     problems.push(`X402_NETWORK: local mode runs a Base (${BASE_NETWORK}) test chain; got ${e.X402_NETWORK}`);
+  }
+  // A job's held authorization must outlive the job: its least window (120 s), the time to settle it and
+  // a minute of clock skew between the client and the service.
+  const leastJobSeconds = Math.ceil(120 + (2 * e.X402_SETTLEMENT_TIMEOUT_MS + 30_000) / 1000 + 60);
+  if (e.X402_JOB_MAX_TIMEOUT_SECONDS < leastJobSeconds) {
+    problems.push(
+      `X402_JOB_MAX_TIMEOUT_SECONDS: at least ${leastJobSeconds} with X402_SETTLEMENT_TIMEOUT_MS=${e.X402_SETTLEMENT_TIMEOUT_MS} (a job's held payment must outlive the job and its settlement)`,
+    );
   }
   const webSearches = (e.RESEARCH_SEARCH_PROVIDER ?? []).filter(isWebSearch);
   const searchProvider = webSearches[0];
@@ -426,6 +440,7 @@ export function loadConfig(
       retentionMs: e.JOB_RETENTION_DAYS * 86_400_000,
       leaseMs: e.JOB_LEASE_SECONDS * 1000,
       maxAttempts: e.JOB_MAX_ATTEMPTS,
+      maxHeldPerPayer: e.JOB_MAX_HELD_PER_PAYER,
       workerConcurrency: e.WORKER_CONCURRENCY,
       inProcessWorker: e.IN_PROCESS_WORKER === "true",
     },

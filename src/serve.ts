@@ -25,6 +25,7 @@ import { HeldPaymentSettler } from "./payments/held-payment-settler.ts";
 import { holdsPayment, PaymentGate } from "./payments/paid-call.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler-claim.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
+import { Problem } from "./problem.ts";
 import { openStore } from "./store/open-store.ts";
 
 export interface RunningService {
@@ -45,6 +46,37 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
       setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref(),
     ),
   ]);
+
+const NO_CHAIN_ACCESS =
+  "this service has no chain access (set RPC_URL) to settle a job's held payment when its result is ready";
+
+/** An async operation on a service that cannot settle held payments: refused before any payment. */
+function withoutChainAccess(
+  operation: StartedOperation<unknown, unknown>,
+): StartedOperation<unknown, unknown> {
+  return {
+    ...operation,
+    available: false,
+    catalogDetails: { ...operation.catalogDetails, unavailable: NO_CHAIN_ACCESS },
+    jobHandler: undefined,
+    async admit() {
+      throw new Problem(
+        503,
+        "payments-unavailable",
+        "Not available here",
+        `${NO_CHAIN_ACCESS}; no payment was taken`,
+      );
+    },
+    async handle() {
+      throw new Problem(
+        503,
+        "payments-unavailable",
+        "Not available here",
+        `${NO_CHAIN_ACCESS}; no payment was taken`,
+      );
+    },
+  };
+}
 
 /** The composition root: chain, store, payments, documents, HTTP server. */
 export async function startService(
@@ -99,6 +131,15 @@ export async function startService(
         started.set(operation.id, { handle: operation.handler });
       }
     }
+    // Chain reads settle unknown outcomes from the token's own record (RPC_URL is optional in facilitator
+    // mode). A job's held payment is never decided without them: without RPC_URL, async operations say so.
+    const chainRpc = inProcess?.rpcUrl ?? payment.rpcUrl;
+    if (!chainRpc) {
+      for (const operation of operations.filter(holdsPayment)) {
+        const held = started.get(operation.id);
+        if (held) started.set(operation.id, withoutChainAccess(held));
+      }
+    }
     // `serve` runs a worker of its own unless told not to, when an asynchronous operation is served.
     if (config.jobs.inProcessWorker && operations.some((operation) => operation.kind === "async")) {
       worker = createWorker(config, store.jobs, jobHandlers(started), log, options.clock, () =>
@@ -137,8 +178,6 @@ export async function startService(
     };
 
     const metrics = new Metrics();
-    // Chain reads settle unknown outcomes from the token's own record (RPC_URL is optional in facilitator mode).
-    const chainRpc = inProcess?.rpcUrl ?? payment.rpcUrl;
     const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
     const gate = new PaymentGate({
       resourceServer,
@@ -147,9 +186,10 @@ export async function startService(
       authorizations,
       now: options.clock,
       settlementTimeoutMs: payment.settlementTimeoutMs,
+      maxHeldPerPayer: config.jobs.maxHeldPerPayer,
     });
     // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
-    if (operations.some(holdsPayment)) {
+    if (authorizations && operations.some(holdsPayment)) {
       heldPayments = new HeldPaymentSettler({
         store,
         resourceServer,

@@ -243,7 +243,7 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
       await queue.complete(refused.id, "w1", { answer: 1 });
       const error = { code: "payment_failed", message: "insufficient funds" };
       expect(await queue.withhold(refused.id, error)).toBe(true);
-      expect(await queue.get(refused.id)).toMatchObject({ state: "failed", result: null, error });
+      expect(await queue.get(refused.id)).toMatchObject({ state: "failed", result: { answer: 1 }, error });
     });
 
     it("a job without payment succeeds at once; expiring fails a job wherever it is before ready", async () => {

@@ -207,7 +207,7 @@ export class PostgresJobQueue implements JobQueue {
 
   async withhold(id: string, error: JobError): Promise<boolean> {
     const outcome = await this.pool.query(
-      `UPDATE jobs SET state = 'failed', result = NULL, error = $2, progress = NULL, finished_at = $3,
+      `UPDATE jobs SET state = 'failed', error = $2, progress = NULL, finished_at = $3,
          updated_at = $3
        WHERE id = $1 AND state = 'ready'`,
       [id, JSON.stringify(error), this.date()],

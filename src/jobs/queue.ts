@@ -122,7 +122,10 @@ export interface JobQueue {
   complete(id: string, workerId: string, result: unknown): Promise<boolean>;
   /** ready → succeeded: its payment is settled, the result is shown; false if not ready. */
   deliver(id: string): Promise<boolean>;
-  /** ready → failed with the error, the result withheld (its payment was refused); false if not ready. */
+  /**
+   * ready → failed with the error, the result withheld: kept, never shown (its payment was refused; should
+   * the transfer land after all, the operator still has what was paid for); false if not ready.
+   */
   withhold(id: string, error: JobError): Promise<boolean>;
   /** awaiting_payment | queued | running → failed (its payment's time ran out); false if it was past those. */
   expire(id: string, error: JobError): Promise<boolean>;

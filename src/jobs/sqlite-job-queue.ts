@@ -115,7 +115,7 @@ export class SqliteJobQueue implements JobQueue {
          WHERE id = @id AND state = 'ready'`,
       ),
       withhold: db.prepare(
-        `UPDATE jobs SET state = 'failed', result = NULL, error = @error, progress = NULL, finished_at = @now,
+        `UPDATE jobs SET state = 'failed', error = @error, progress = NULL, finished_at = @now,
            updated_at = @now
          WHERE id = @id AND state = 'ready'`,
       ),

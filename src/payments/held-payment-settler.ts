@@ -1,6 +1,6 @@
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
-import { SettleError, type SettleResponse } from "@x402/core/types";
+import { SettleError, type SettleResponse, VerifyError } from "@x402/core/types";
 import type { Logger } from "pino";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
 import type { Job, JobError } from "../jobs/queue.ts";
@@ -9,6 +9,8 @@ import type { PaymentCompletion, PaymentRecord, Store } from "../store/store.ts"
 
 /** How often every held payment and every ready job is looked at (a finished in-process job wakes it at once). */
 const SWEEP_INTERVAL_MS = 500;
+/** Held payments looked at side by side in one sweep (each may wait for a receipt). */
+const SWEEP_CONCURRENCY = 4;
 /** Beyond two settlement waits, the margin a held payment keeps between its job's deadline and its expiry. */
 const SETTLE_MARGIN_MS = 30_000;
 /** After validBefore (+ clock skew) an unused authorization can no longer land. */
@@ -21,8 +23,11 @@ export interface HeldPaymentSettlerOptions {
   resourceServer: x402ResourceServer;
   metrics: Metrics;
   log: Logger;
-  /** Chain access to learn what became of a settlement whose answer was lost; absent without RPC. */
-  authorizations?: AuthorizationChecker;
+  /**
+   * The token's record of each authorization: what became of a settlement whose answer was lost or that
+   * was refused. Required: a held payment is never decided without it (RPC_URL in facilitator mode).
+   */
+  authorizations: AuthorizationChecker;
   /** How long one settlement may wait for its receipt. */
   settlementTimeoutMs: number;
   now?: () => number;
@@ -37,14 +42,17 @@ export type HeldOutcome = "settled" | "failed" | "released" | "waiting" | "open"
  * A job's payment is held at acceptance: verified, its signed authorization kept, nothing sent. This
  * loop, run by every API instance (each held payment is taken under its lease, so two instances never
  * settle the same one), looks at every held payment and every ready job:
- * - job ready → settle; settled → the result is shown (job succeeded); refused → the job fails with
- *   `payment_failed` and its result is withheld; unknown (RPC lost) → asked again on the next look;
+ * - job ready → verify again and settle; settled → the result is shown (job succeeded); refused or
+ *   unknown → tried again with backoff while the authorization is valid, and the token decides the end:
+ *   paid → settled; spent elsewhere → `payment_failed`, the result withheld (kept, not shown); unused
+ *   after validBefore + 30 s → released, `payment_expired`;
  * - job failed (provider down, no answer, attempts exhausted) → the payment is released: nothing was
  *   ever sent, nothing is charged;
  * - job still queued or running at its deadline (validBefore minus the time to settle) → the job is
  *   failed `deadline_passed` and the payment released;
  * - job awaiting payment under a held payment (a crash between the two writes) → queued.
- * Every step is a compare-and-set in the store, so a crash anywhere is picked up by the next look.
+ * Every final write is made under the payment's lease and every step is a compare-and-set in the
+ * store, so two instances never decide the same payment and a crash anywhere is picked up by the next look.
  */
 export class HeldPaymentSettler {
   private readonly now: () => number;
@@ -52,6 +60,9 @@ export class HeldPaymentSettler {
   private sweeping: Promise<void> | undefined;
   private again = false;
   private stopped = false;
+  /** Payments whose settlement was refused or unknown: not tried again before this time (epoch ms). */
+  private readonly retryAt = new Map<string, number>();
+  private readonly attempts = new Map<string, number>();
 
   constructor(private readonly options: HeldPaymentSettlerOptions) {
     this.now = options.now ?? Date.now;
@@ -88,18 +99,21 @@ export class HeldPaymentSettler {
     })();
   }
 
-  /** One look at every held payment and every ready job. */
+  /** One look at every held payment and every ready job, a few at a time. */
   async sweep(): Promise<void> {
     const { store } = this.options;
     const [held, ready] = await Promise.all([store.heldPayments(), store.jobs.readyJobs()]);
     const keys = new Set<string>(held.map((record) => record.paymentKey));
     for (const job of ready) if (job.paymentKey) keys.add(job.paymentKey);
-    for (const key of keys) {
-      if (this.stopped) return;
-      await this.reconcile(key).catch((error) =>
-        this.options.log.warn({ err: error, paymentKey: key }, "could not settle a held payment"),
-      );
-    }
+    const queue = [...keys];
+    const lane = async () => {
+      for (let key = queue.shift(); key !== undefined && !this.stopped; key = queue.shift()) {
+        await this.reconcile(key).catch((error) =>
+          this.options.log.warn({ err: error, paymentKey: key }, "could not settle a held payment"),
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: SWEEP_CONCURRENCY }, lane));
   }
 
   /** Brings one held payment and its job one step closer to agreeing; returns what happened. */
@@ -118,63 +132,92 @@ export class HeldPaymentSettler {
       }
       return "waiting";
     }
+    if (job?.state === "awaiting_payment") {
+      await store.jobs.markPaid(job.id);
+      return "waiting";
+    }
+    if ((job?.state === "queued" || job?.state === "running") && this.now() < this.deadline(record)) {
+      return "waiting";
+    }
+    if ((this.retryAt.get(paymentKey) ?? 0) > this.now()) return "waiting";
+    // Every final write below happens under the payment's lease: one instance at a time decides.
+    const lease = this.now() + 2 * this.options.settlementTimeoutMs + SETTLE_MARGIN_MS;
+    if (!(await store.takeOverPayment(paymentKey, this.now(), lease))) return "waiting";
+    try {
+      return await this.decide(record, job, lease);
+    } catch (error) {
+      await store.releaseLease(paymentKey, lease).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Holding the lease: release, expire or settle, from what the job says. */
+  private async decide(record: PaymentRecord, job: Job | undefined, lease: number): Promise<HeldOutcome> {
+    const { store } = this.options;
     if (!job) return this.release(record, "the payment's job is missing");
     switch (job.state) {
       case "awaiting_payment":
         await store.jobs.markPaid(job.id);
-        return "waiting";
+        return this.keepOpen(record, lease);
       case "queued":
       case "running":
-        if (this.now() < jobDeadline(record, this.options.settlementTimeoutMs)) return "waiting";
-        await store.jobs.expire(job.id, deadlinePassed(record));
+        // expire() is a compare-and-set: a worker that completed the job meanwhile wins, and it is settled next.
+        if (!(await store.jobs.expire(job.id, deadlinePassed(record)))) return this.keepOpen(record, lease);
         return this.release(record, `the job did not finish before its deadline (${job.state})`);
       case "failed":
         return this.release(record, `the job failed: ${job.error?.code ?? "unknown"}`);
       case "ready":
       case "succeeded":
-        return this.settle(record, job);
+        return this.settle(record, job, lease);
     }
   }
 
-  /** Nothing was ever sent for this payment: it ends released, charged nothing. */
+  /** Nothing was ever sent for this payment (its job never reached ready): released, charged nothing. */
   private async release(record: PaymentRecord, why: string): Promise<HeldOutcome> {
     return (await this.complete(record, { state: "released", error: why })) ? "released" : "waiting";
   }
 
-  /** The job's result is ready: settle its payment under a lease, then show or withhold the result. */
-  private async settle(record: PaymentRecord, job: Job): Promise<HeldOutcome> {
-    const { store, resourceServer, log, settlementTimeoutMs } = this.options;
-    const leaseUntil = this.now() + 2 * settlementTimeoutMs + SETTLE_MARGIN_MS;
-    if (!(await store.takeOverPayment(record.paymentKey, this.now(), leaseUntil))) return "waiting";
+  /**
+   * The job's result is ready: verify again (the payer's balance may have moved since acceptance; a
+   * transfer that would revert is never sent), settle, and show the result. A refusal is not final
+   * while the authorization is valid: it is tried again with backoff (funds may come back, a node may
+   * recover). Only the token decides the end: paid → settled; used otherwise → failed; unused once
+   * validBefore (plus clock skew) has passed → released, nothing charged.
+   */
+  private async settle(record: PaymentRecord, job: Job, lease: number): Promise<HeldOutcome> {
+    const { resourceServer, log } = this.options;
     const held = record.held;
     if (!held) {
       log.error({ paymentKey: record.paymentKey }, "a held payment has no authorization kept");
-      await store.jobs.withhold(job.id, paymentRefused("the payment's authorization was not kept"));
+      await this.options.store.jobs.withhold(
+        job.id,
+        paymentRefused("the payment's authorization was not kept"),
+      );
       return (await this.complete(record, { state: "failed", error: "authorization not kept" }))
         ? "failed"
         : "waiting";
     }
-    const expired = this.now() / 1000 >= record.validBefore;
-    let settlement: SettleResponse | undefined;
-    if (!expired) {
+    let refusal: string | undefined;
+    if (this.now() / 1000 < record.validBefore) {
       try {
-        settlement = await resourceServer.settlePayment(held.payload, held.requirements);
+        const verified = await resourceServer.verifyPayment(held.payload, held.requirements);
+        if (!verified.isValid) {
+          refusal = verified.invalidMessage ?? verified.invalidReason ?? "the payment no longer verifies";
+        } else {
+          const settlement = await resourceServer.settlePayment(held.payload, held.requirements);
+          if (settlement.success) return this.settled(record, job, settlement.transaction);
+          if (settlement.errorReason !== SETTLEMENT_PENDING) refusal = firstLine(settlement);
+        }
       } catch (error) {
-        if (error instanceof SettleError) settlement = { ...error, success: false } as SettleResponse;
+        if (error instanceof SettleError || error instanceof VerifyError) refusal = firstLine(error);
         else
           log.warn({ err: error, paymentKey: record.paymentKey }, "held payment: settlement outcome unknown");
       }
     }
-    if (settlement?.success) return this.settled(record, job, settlement.transaction);
-
-    const refusal =
-      settlement && settlement.errorReason !== SETTLEMENT_PENDING
-        ? (settlement.errorMessage ?? settlement.errorReason ?? "settlement refused").split("\n")[0]
-        : undefined;
-    // Refused, pending or unknown: the token decides (a transfer may have landed anyway).
-    let onChain: AuthorizationOutcome | undefined;
+    // Refused, pending or unknown: the token says what became of the authorization.
+    let onChain: AuthorizationOutcome;
     try {
-      onChain = await this.options.authorizations?.check({
+      onChain = await this.options.authorizations.check({
         asset: held.requirements.asset as `0x${string}`,
         payer: record.payer as `0x${string}`,
         nonce: record.nonce as `0x${string}`,
@@ -186,30 +229,32 @@ export class HeldPaymentSettler {
         { err: error, paymentKey: record.paymentKey },
         "held payment: the chain cannot tell its state",
       );
-      return this.keepOpen(record);
+      return this.retryLater(record, lease);
     }
-    if (onChain?.state === "paid") return this.settled(record, job, onChain.transaction);
-    if (onChain?.state === "consumed") {
+    if (onChain.state === "paid") return this.settled(record, job, onChain.transaction);
+    if (onChain.state === "consumed") {
       return this.refused(
         record,
         job,
         "the payment authorization was cancelled or spent on another transfer",
       );
     }
-    if (expired || this.now() / 1000 >= record.validBefore + EXPIRY_MARGIN_SECONDS) {
-      if (onChain === undefined && !expired) return this.keepOpen(record);
-      await store.jobs.withhold(job.id, {
+    // Unused. A transfer broadcast before validBefore cannot land after it (plus clock skew).
+    if (this.now() / 1000 >= record.validBefore + EXPIRY_MARGIN_SECONDS) {
+      await this.options.store.jobs.withhold(job.id, {
         code: "payment_expired",
-        message:
-          "the payment expired before it could be settled; nothing was charged and the result is withheld",
+        message: `the payment could not be settled before it expired${refusal ? ` (${refusal})` : ""}; nothing was charged and the result is withheld`,
       });
-      return (await this.complete(record, { state: "released", error: "expired unsettled" }))
+      return (await this.complete(record, {
+        state: "released",
+        error: `expired unsettled${refusal ? `: ${refusal}` : ""}`,
+      }))
         ? "released"
         : "waiting";
     }
-    // Unused on chain (or no chain access) and refused now: the refusal stands.
-    if (refusal !== undefined) return this.refused(record, job, refusal);
-    return this.keepOpen(record);
+    if (refusal)
+      log.warn({ paymentKey: record.paymentKey, refusal }, "held payment refused for now: trying again");
+    return this.retryLater(record, lease);
   }
 
   private async settled(record: PaymentRecord, job: Job, transaction: string): Promise<HeldOutcome> {
@@ -228,7 +273,13 @@ export class HeldPaymentSettler {
       : undefined;
     // Ledger first, then the result is shown: a crash in between is finished by the next look.
     await this.complete(record, { state: "settled", txHash: transaction }, outcome);
-    await store.jobs.deliver(job.id);
+    this.retryAt.delete(record.paymentKey);
+    if (!(await store.jobs.deliver(job.id)) && job.state !== "succeeded") {
+      log.error(
+        { paymentKey: record.paymentKey, job: job.id },
+        "settled, but the job's result could not be shown",
+      );
+    }
     log.info(
       { paymentKey: record.paymentKey, job: job.id, transaction },
       "job delivered, its held payment settled",
@@ -242,13 +293,27 @@ export class HeldPaymentSettler {
       "held payment refused: result withheld",
     );
     await this.complete(record, { state: "failed", error: reason });
+    this.retryAt.delete(record.paymentKey);
     await this.options.store.jobs.withhold(job.id, paymentRefused(reason));
     return "failed";
   }
 
-  private async keepOpen(record: PaymentRecord): Promise<HeldOutcome> {
-    await this.options.store.releaseLease(record.paymentKey);
+  /** Lets the lease go (only this one: a later owner keeps its own) until the next look. */
+  private async keepOpen(record: PaymentRecord, lease: number): Promise<HeldOutcome> {
+    await this.options.store.releaseLease(record.paymentKey, lease);
     return "open";
+  }
+
+  /** As keepOpen, and this payment is not tried again before a backoff (2 s, doubling up to a minute). */
+  private async retryLater(record: PaymentRecord, lease: number): Promise<HeldOutcome> {
+    const attempts = (this.attempts.get(record.paymentKey) ?? 0) + 1;
+    this.attempts.set(record.paymentKey, attempts);
+    this.retryAt.set(record.paymentKey, this.now() + Math.min(60_000, 2000 * 2 ** (attempts - 1)));
+    return this.keepOpen(record, lease);
+  }
+
+  private deadline(record: PaymentRecord): number {
+    return jobDeadline(record, this.options.settlementTimeoutMs);
   }
 
   private async complete(
@@ -261,9 +326,24 @@ export class HeldPaymentSettler {
       outcome: outcome ?? { status: 202, headers: {}, body: "" },
     });
     if (completed) this.options.metrics.paymentState(record.operationId, completion.state);
+    this.attempts.delete(record.paymentKey);
     return completed;
   }
 }
+
+const firstLine = (error: {
+  errorMessage?: string;
+  errorReason?: string;
+  invalidMessage?: string;
+  invalidReason?: string;
+}) =>
+  (
+    error.errorMessage ??
+    error.invalidMessage ??
+    error.errorReason ??
+    error.invalidReason ??
+    "settlement refused"
+  ).split("\n")[0] as string;
 
 /** Until when a held payment's job may run: its authorization's expiry less the time to settle it. */
 export function jobDeadline(record: Pick<PaymentRecord, "validBefore">, settlementTimeoutMs: number): number {

@@ -53,6 +53,8 @@ const SETTLEMENT_PENDING = "settlement_pending";
 const JOB_ACCEPT_MS = 30_000;
 /** A held payment must leave a job at least this long to run (beyond the time to settle it). */
 export const MIN_JOB_WINDOW_SECONDS = 120;
+/** How far a client's clock may run ahead of ours when it signs validBefore = now + maxTimeoutSeconds. */
+const CLOCK_SKEW_SECONDS = 300;
 
 /**
  * An async operation's payment is held, not settled, when its job is accepted: it is settled only once
@@ -139,6 +141,7 @@ export class PaymentGate {
   private readonly authorizations?: AuthorizationChecker;
   private readonly now: () => number;
   private readonly settlementTimeoutMs: number;
+  private readonly maxHeldPerPayer: number;
 
   constructor(options: {
     resourceServer: x402ResourceServer;
@@ -150,6 +153,8 @@ export class PaymentGate {
     now?: () => number;
     /** How long one settlement may wait for its receipt; leases cover two of them. */
     settlementTimeoutMs: number;
+    /** Jobs one payer may run at once on held payments. */
+    maxHeldPerPayer?: number;
   }) {
     this.resourceServer = options.resourceServer;
     this.store = options.store;
@@ -157,6 +162,7 @@ export class PaymentGate {
     this.authorizations = options.authorizations;
     this.now = options.now ?? Date.now;
     this.settlementTimeoutMs = options.settlementTimeoutMs;
+    this.maxHeldPerPayer = options.maxHeldPerPayer ?? Number.POSITIVE_INFINITY;
   }
 
   /** 402 for a call that carries no payment: the route's static terms, as header and as problem+json body. */
@@ -207,7 +213,10 @@ export class PaymentGate {
     if (known) return this.repeat(known, identity, call);
 
     await this.ensureInitialized();
-    if (holdsPayment(call.operation)) this.checkHoldWindow(identity, call);
+    if (holdsPayment(call.operation)) {
+      this.checkHoldWindow(identity, call);
+      await this.checkHeldByPayer(identity);
+    }
     await this.verify(identity, call);
     const lease = this.leaseUntil(call);
     const reservation = await this.store.reservePayment({
@@ -341,7 +350,9 @@ export class PaymentGate {
       answer = {
         status: result.status ?? 200,
         headers: { "content-type": operation.outputContentType, ...result.headers },
-        ...(result.file ? { body: "", file: result.file } : { body: JSON.stringify(result.body) }),
+        ...(result.file
+          ? { body: "", file: result.file }
+          : { body: result.bodyText ?? JSON.stringify(result.body) }),
       };
       await this.store.recordPendingOutcome(identity.paymentKey, answer);
     }
@@ -417,15 +428,49 @@ export class PaymentGate {
     }
     this.metrics.paymentState(call.operation.id, "held");
     call.log.info({ validBefore: identity.authorization.validBefore }, "payment held until the job delivers");
-    // The ledger says held first: a crash here leaves the job awaiting payment, and the settler or the
-    // workers' maintenance queues it from the ledger.
-    await call.onFinal?.(identity.paymentKey, "held");
+    // The ledger says held first: a crash here, or a store error now, leaves the job awaiting payment, and
+    // the settler or the workers' maintenance queues it from the ledger. The 202 stands either way.
+    await call
+      .onFinal?.(identity.paymentKey, "held")
+      .catch((error) =>
+        call.log.error({ err: error }, "held, but the job could not be queued now: the settler queues it"),
+      );
     return answer;
   }
 
-  /** A held payment must outlive the job: an authorization that expires too soon is refused before any work. */
+  /**
+   * Verification cannot reserve the payer's balance for a held payment: a payer with funds for one job
+   * could start many. Jobs per payer on held payments are capped (429, nothing charged).
+   */
+  private async checkHeldByPayer(identity: PaymentIdentity): Promise<void> {
+    const payer = identity.authorization.from.toLowerCase();
+    const held = (await this.store.heldPayments()).filter((record) => record.payer === payer).length;
+    if (held >= this.maxHeldPerPayer) {
+      throw new Problem(
+        429,
+        "too-many-held-payments",
+        "Too many jobs running for this payer",
+        `${held} jobs of this payer are still running on payments held until they deliver (at most ${this.maxHeldPerPayer}); retry when one has finished; nothing was charged`,
+        { headers: { "retry-after": "30" } },
+      );
+    }
+  }
+
+  /**
+   * A held payment must outlive the job: an authorization that expires too soon is refused before any
+   * work; one valid far longer than the terms ask (it would keep a queued job's payment held for as long)
+   * is refused too.
+   */
   private checkHoldWindow(identity: PaymentIdentity, call: PaidCall): void {
     const left = Number(identity.authorization.validBefore) - this.now() / 1000;
+    const allowed = call.terms.requirements.maxTimeoutSeconds + CLOCK_SKEW_SECONDS;
+    if (left > allowed) {
+      throw this.rejected(
+        call,
+        "authorization_too_long",
+        `this job's payment may be held at most ${call.terms.requirements.maxTimeoutSeconds} s (maxTimeoutSeconds): sign validBefore within that`,
+      );
+    }
     const needed = MIN_JOB_WINDOW_SECONDS + (2 * this.settlementTimeoutMs + LEASE_MARGIN_MS) / 1000;
     if (left < needed) {
       throw this.rejected(

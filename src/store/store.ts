@@ -139,8 +139,11 @@ export interface Store {
    * while it is still the lease the owner holds (`heldUntil`); false if another attempt took it over.
    */
   renewLease(paymentKey: string, heldUntil: number, leaseUntil: number): Promise<boolean>;
-  /** Gives up ownership of an unfinished payment so that the next retry may resume it at once. */
-  releaseLease(paymentKey: string): Promise<void>;
+  /**
+   * Gives up ownership of an unfinished payment so that the next retry may resume it at once; with
+   * `heldUntil`, only while that is still the lease (an attempt that outlived it leaves the new owner's).
+   */
+  releaseLease(paymentKey: string, heldUntil?: number): Promise<void>;
   /**
    * Moves a "verified" or "held" payment to its final state with the outcome; false if it was already final.
    * "settled" is the one exception: it also replaces "released" or "failed", because only the chain

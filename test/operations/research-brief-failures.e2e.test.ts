@@ -50,10 +50,13 @@ describe("research-brief: charged only for a delivered brief", () => {
     standIns = await startStandIns();
     // A short lease: the worker reports its liveness every second, so it is seen alive soon after the
     // clock is moved.
-    service = await startTestService(researchEnv(standIns, { leaseSeconds: "3" }), {
-      operations: [researchBrief],
-      clock: () => Date.now() + clockOffset,
-    });
+    service = await startTestService(
+      { ...researchEnv(standIns, { leaseSeconds: "3" }), JOB_MAX_HELD_PER_PAYER: "1" },
+      {
+        operations: [researchBrief],
+        clock: () => Date.now() + clockOffset,
+      },
+    );
     balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
   });
   afterAll(async () => {
@@ -173,6 +176,13 @@ describe("research-brief: charged only for a delivered brief", () => {
     // The authorization lasts X402_JOB_MAX_TIMEOUT_SECONDS (30 min): the deadline leaves time to settle.
     expect(Date.parse(running.expiresAt) - Date.now() - clockOffset).toBeGreaterThan(25 * 60_000);
     expect(Date.parse(running.expiresAt) - Date.now() - clockOffset).toBeLessThan(30 * 60_000);
+    // One job per payer on a held payment here (JOB_MAX_HELD_PER_PAYER=1): a second is a 429, not charged.
+    const second = await payer.fetch(url(), jsonPost({ question: QUESTION }));
+    expect(second.status).toBe(429);
+    expect(second.headers.get("retry-after")).toBe("30");
+    expect((await second.json()).detail).toMatch(
+      /^1 jobs of this payer are still running .*nothing was charged$/,
+    );
     clockOffset += 30 * 60_000;
     const job = await pollUntilFinished(statusUrl);
     expect(job.status).toBe("failed");
@@ -228,5 +238,36 @@ describe("research-brief with its search provider down before the call", () => {
       unavailable: expect.stringMatching(/^not taking jobs while down: searxng unreachable/),
     });
     expect(standIns.searches).toHaveLength(0);
+  });
+});
+
+describe("research-brief on a service that cannot read the chain (facilitator mode without RPC_URL)", () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    service = await startTestService(
+      {
+        PAYMENT_MODE: "facilitator",
+        X402_FACILITATOR_URL: `http://127.0.0.1:${await closedPort()}`,
+        X402_PAY_TO: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      },
+      { operations: [researchBrief] },
+    );
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("refuses jobs with a 503 before any payment: a held payment is never decided without the token's record", async () => {
+    const response = await fetch(`${service.url}/v1/research-brief`, jsonPost({ question: QUESTION }));
+    expect(response.status).toBe(503);
+    expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+    expect((await response.json()).detail).toBe(
+      "this service has no chain access (set RPC_URL) to settle a job's held payment when its result is ready; no payment was taken",
+    );
+    const catalog = await (await fetch(`${service.url}/catalog.json`)).json();
+    expect(catalog.operations.find((entry: { id: string }) => entry.id === "research-brief")).toMatchObject({
+      available: false,
+    });
   });
 });

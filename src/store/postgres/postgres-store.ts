@@ -223,7 +223,7 @@ export class PostgresStore implements Store {
 
   async takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean> {
     const result = await this.pool.query(
-      `UPDATE payments SET lease_until = $1, updated_at = $2
+      `UPDATE payments SET lease_until = $1, updated_at = CASE WHEN state = 'held' THEN updated_at ELSE $2 END
        WHERE payment_key = $3 AND state IN ('verified', 'held') AND lease_until <= $4`,
       [leaseUntil, new Date(), paymentKey, now],
     );
@@ -238,10 +238,11 @@ export class PostgresStore implements Store {
     return result.rowCount === 1;
   }
 
-  async releaseLease(paymentKey: string): Promise<void> {
+  async releaseLease(paymentKey: string, heldUntil?: number): Promise<void> {
     await this.pool.query(
-      "UPDATE payments SET lease_until = 0 WHERE payment_key = $1 AND state IN ('verified', 'held')",
-      [paymentKey],
+      `UPDATE payments SET lease_until = 0
+       WHERE payment_key = $1 AND state IN ('verified', 'held') AND ($2::bigint IS NULL OR lease_until = $2)`,
+      [paymentKey, heldUntil ?? null],
     );
   }
 

@@ -113,11 +113,13 @@ export class SqliteStore implements Store {
         `UPDATE payments SET pending_outcome = ?, updated_at = ? WHERE payment_key = ? AND state = 'verified'`,
       ),
       takeOver: this.db.prepare(
-        `UPDATE payments SET lease_until = ?, updated_at = ?
+        `UPDATE payments SET lease_until = ?, updated_at = CASE WHEN state = 'held' THEN updated_at ELSE ? END
          WHERE payment_key = ? AND state IN ('verified', 'held') AND lease_until <= ?`,
       ),
       releaseLease: this.db.prepare(
-        "UPDATE payments SET lease_until = 0 WHERE payment_key = ? AND state IN ('verified', 'held')",
+        `UPDATE payments SET lease_until = 0
+         WHERE payment_key = @paymentKey AND state IN ('verified', 'held')
+           AND (@heldUntil IS NULL OR lease_until = @heldUntil)`,
       ),
       revenue: this.db.prepare(
         `SELECT substr(updated_at, 1, 10) AS day, operation_id, count(*) AS payments,
@@ -234,8 +236,8 @@ export class SqliteStore implements Store {
     return this.statements.renewLease.run(leaseUntil, paymentKey, heldUntil).changes === 1;
   }
 
-  async releaseLease(paymentKey: string): Promise<void> {
-    this.statements.releaseLease.run(paymentKey);
+  async releaseLease(paymentKey: string, heldUntil?: number): Promise<void> {
+    this.statements.releaseLease.run({ paymentKey, heldUntil: heldUntil ?? null });
   }
 
   async completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean> {
