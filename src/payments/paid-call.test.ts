@@ -106,12 +106,46 @@ describe("the paid-call pipeline around settlement", () => {
     expect(finals).toEqual([{ state: "failed", ledger: "failed" }]);
   });
 
-  it("queues what a settled payment paid for before the ledger says so", async () => {
+  it("a settled sync payment has nothing to queue: onFinal is for jobs, whose payments are held", async () => {
     const { gate, call, finals } = setup({
       settle: async () => ({ success: true, transaction: TX, network: requirements.network }),
     });
     expect((await gate.handle(call(paymentHeader()))).status).toBe(200);
-    expect(finals).toEqual([{ state: "settled", ledger: "verified" }]);
+    expect(finals).toEqual([]);
+  });
+
+  it("a job's payment is held, not settled: the 202 has no receipt, the job is queued once the ledger says held", async () => {
+    let settled = 0;
+    const { gate, call, finals, store } = setup({
+      settle: async () => {
+        settled++;
+        return { success: true, transaction: TX, network: requirements.network };
+      },
+    });
+    const job = (header: string): PaidCall => ({
+      ...call(header),
+      operation: { ...csvCleanup, kind: "async" },
+      terms: { ...terms, requirements: { ...requirements, maxTimeoutSeconds: 1800 } },
+      run: async () => ({ status: 202, body: { jobId: "j" } }),
+    });
+    const validFor = (seconds: number) => {
+      const decoded = JSON.parse(Buffer.from(paymentHeader(), "base64").toString());
+      decoded.payload.authorization.validBefore = String(Math.floor(Date.now() / 1000) + seconds);
+      return Buffer.from(JSON.stringify(decoded)).toString("base64");
+    };
+    const outcome = await gate.handle(job(validFor(1800)));
+    expect(outcome.status).toBe(202);
+    expect(outcome.headers["PAYMENT-RESPONSE"]).toBeUndefined();
+    expect(settled).toBe(0);
+    expect(finals).toEqual([{ state: "held", ledger: "held" }]);
+    expect((await store.heldPayments())[0]?.held?.payload.payload).toMatchObject({
+      authorization: { from: "0x2222222222222222222222222222222222222222" },
+    });
+
+    // Too short to outlive a job, or longer than the terms allow: refused before any work.
+    expect(JSON.parse((await gate.handle(job(validFor(60)))).body).reason).toBe("authorization_too_short");
+    expect(JSON.parse((await gate.handle(job(validFor(86_400)))).body).reason).toBe("authorization_too_long");
+    expect(finals).toHaveLength(1);
   });
 
   it("asks the token about a first-attempt refusal: a transfer that landed anyway is settled and delivered", async () => {
