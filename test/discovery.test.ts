@@ -40,7 +40,7 @@ describe("discovery documents agree with the registry", () => {
   beforeAll(async () => {
     // research-brief answers 503 before its 402 while its search provider cannot be reached: give it one
     // that listens (never asked anything: nothing here is paid).
-    searchStandIn = net.createServer((socket) => socket.destroy());
+    searchStandIn = net.createServer((socket) => socket.end());
     await new Promise<void>((resolve) => searchStandIn.listen(0, "127.0.0.1", resolve));
     service = await startTestService({
       RESEARCH_SEARCH_PROVIDER: "searxng",

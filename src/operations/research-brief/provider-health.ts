@@ -51,10 +51,11 @@ export const tcpProbe: ReachabilityProbe = (url, timeoutMs) =>
     );
     socket.once("connect", () => {
       clearTimeout(timer);
-      socket.end();
+      socket.destroy();
       resolve();
     });
-    socket.once("error", (error) => {
+    // Every error (also one after the answer, a reset by the peer) is this probe's, never unhandled.
+    socket.on("error", (error) => {
       clearTimeout(timer);
       reject(error);
     });
