@@ -1,10 +1,11 @@
 import type { Json } from "./canonical.ts";
 
-/** The operations this service emits; `value` for add and replace. */
+/** The operations this service emits; `value` for add, replace and test, `from` for move and copy. */
 export interface PatchOp {
-  readonly op: "add" | "remove" | "replace";
+  readonly op: "add" | "remove" | "replace" | "move" | "copy" | "test";
   readonly path: string;
   readonly value?: unknown;
+  readonly from?: string;
 }
 
 export class PatchError extends Error {
@@ -63,6 +64,11 @@ class CursorArray {
   toArray(): unknown[] {
     return this.left.concat(this.right.reverse());
   }
+
+  /** The items in order, leaving this array as it is. */
+  items(): unknown[] {
+    return this.left.concat(this.right.slice().reverse());
+  }
 }
 
 type Owned = CursorArray | Record<string, unknown>;
@@ -86,10 +92,10 @@ function parsePointer(pointer: string, index: number): string[] {
 }
 
 /**
- * Applies an RFC 6902 patch of add/remove/replace operations in order and returns the result.
+ * Applies an RFC 6902 patch (add, remove, replace, move, copy, test) in order and returns the result.
  * Neither the document nor the patch's values are modified: containers along each path are copied
  * on first write and everything else is shared. Throws PatchError for an operation that does not
- * apply (a missing path, an index out of range, a malformed pointer).
+ * apply (a missing path, an index out of range, a malformed pointer, a failed test).
  */
 export function applyPatch(document: Json, patch: readonly PatchOp[]): Json {
   const ownedObjects = new Set<object>();
@@ -102,48 +108,106 @@ export function applyPatch(document: Json, patch: readonly PatchOp[]): Json {
     return copy;
   };
 
-  let root: unknown = document;
-  patch.forEach((operation, index) => {
-    const tokens = parsePointer(operation.path, index);
-    if (operation.op !== "remove" && operation.value === undefined)
-      throw new PatchError(index, "value is missing");
+  /** The value at a pointer, read without copying anything. */
+  const read = (pointer: string, index: number): unknown => {
+    let node: unknown = root;
+    for (const token of parsePointer(pointer, index)) {
+      if (node instanceof CursorArray) {
+        const position = arrayIndex(token, index, pointer);
+        if (position >= node.length)
+          throw new PatchError(index, `"${pointer}": no item at index ${position}`);
+        node = node.get(position);
+      } else if (isContainer(node) && !Array.isArray(node)) {
+        if (!Object.hasOwn(node, token)) throw new PatchError(index, `"${pointer}": no member "${token}"`);
+        node = (node as Record<string, unknown>)[token];
+      } else if (Array.isArray(node)) {
+        const position = arrayIndex(token, index, pointer);
+        if (position >= node.length)
+          throw new PatchError(index, `"${pointer}": no item at index ${position}`);
+        node = node[position];
+      } else throw new PatchError(index, `"${pointer}": no container on the way`);
+    }
+    return node;
+  };
+
+  /** add, remove or replace `value` at `pointer`. */
+  const write = (op: "add" | "remove" | "replace", pointer: string, value: unknown, index: number) => {
+    const tokens = parsePointer(pointer, index);
     if (tokens.length === 0) {
-      if (operation.op === "remove") throw new PatchError(index, "cannot remove the whole document");
-      root = operation.value;
+      if (op === "remove") throw new PatchError(index, "cannot remove the whole document");
+      root = value;
       return;
     }
-    if (!isContainer(root))
-      throw new PatchError(index, `"${operation.path}": the document is not a container`);
+    if (!isContainer(root)) throw new PatchError(index, `"${pointer}": the document is not a container`);
     root = own(root);
     let node = root as Owned;
     for (let t = 0; t < tokens.length - 1; t++) {
       const token = tokens[t] as string;
-      const child = readChild(node, token, index, operation.path);
-      if (!isContainer(child)) throw new PatchError(index, `"${operation.path}": no container at token ${t}`);
+      const child = readChild(node, token, index, pointer);
+      if (!isContainer(child)) throw new PatchError(index, `"${pointer}": no container at token ${t}`);
       const owned = own(child);
-      writeChild(node, token, owned, index, operation.path);
+      writeChild(node, token, owned, index, pointer);
       node = owned;
     }
     const last = tokens[tokens.length - 1] as string;
     if (node instanceof CursorArray) {
       const length = node.length;
-      const position =
-        last === "-" && operation.op === "add" ? length : arrayIndex(last, index, operation.path);
-      if (operation.op === "add") {
-        if (position > length) throw new PatchError(index, `"${operation.path}": index beyond the end`);
-        node.insert(position, operation.value);
+      const position = last === "-" && op === "add" ? length : arrayIndex(last, index, pointer);
+      if (op === "add") {
+        if (position > length) throw new PatchError(index, `"${pointer}": index beyond the end`);
+        node.insert(position, value);
       } else {
-        if (position >= length) throw new PatchError(index, `"${operation.path}": no item at that index`);
-        if (operation.op === "remove") node.remove(position);
-        else node.set(position, operation.value);
+        if (position >= length) throw new PatchError(index, `"${pointer}": no item at that index`);
+        if (op === "remove") node.remove(position);
+        else node.set(position, value);
       }
       return;
     }
-    if (operation.op !== "add" && !Object.hasOwn(node, last)) {
-      throw new PatchError(index, `"${operation.path}": no member "${last}"`);
+    if (op !== "add" && !Object.hasOwn(node, last)) {
+      throw new PatchError(index, `"${pointer}": no member "${last}"`);
     }
-    if (operation.op === "remove") delete node[last];
-    else setMember(node, last, operation.value);
+    if (op === "remove") delete node[last];
+    else setMember(node, last, value);
+  };
+
+  /** A plain copy of a value read from the document (the copies made while patching are not shared). */
+  const detach = (value: unknown): unknown => {
+    if (value instanceof CursorArray) return value.items().map(detach);
+    if (isContainer(value) && ownedObjects.has(value)) {
+      const copy: Record<string, unknown> = {};
+      for (const key of Object.keys(value))
+        setMember(copy, key, detach((value as Record<string, unknown>)[key]));
+      return copy;
+    }
+    return value;
+  };
+
+  let root: unknown = document;
+  patch.forEach((operation, index) => {
+    const { op, path } = operation;
+    if ((op === "add" || op === "replace" || op === "test") && operation.value === undefined)
+      throw new PatchError(index, "value is missing");
+    if (op === "move" || op === "copy") {
+      const from = operation.from;
+      if (typeof from !== "string") throw new PatchError(index, "from is missing");
+      if (op === "move" && path.startsWith(`${from}/`))
+        throw new PatchError(index, `cannot move "${from}" into itself`);
+      const value = read(from, index);
+      if (op === "move") {
+        if (from === path) return;
+        write("remove", from, undefined, index);
+        write("add", path, value, index);
+      } else write("add", path, detach(value), index);
+      return;
+    }
+    if (op === "test") {
+      if (!jsonEqual(detach(read(path, index)), operation.value))
+        throw new PatchError(index, `test failed: "${path}" does not hold the value tested`);
+      return;
+    }
+    if (op !== "add" && op !== "remove" && op !== "replace")
+      throw new PatchError(index, `unknown operation "${String(op)}"`);
+    write(op, path, operation.value, index);
   });
   return materialize(root, ownedObjects) as Json;
 }

@@ -102,6 +102,11 @@ export class CanonicalWriter {
     return this.position;
   }
 
+  /** Forgets what was written; the buffer is kept for the next use. */
+  reset(): void {
+    this.position = 0;
+  }
+
   /** A view of the bytes written so far (valid until the next write). */
   bytes(): Uint8Array {
     return this.buffer.subarray(0, this.position);

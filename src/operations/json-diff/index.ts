@@ -43,7 +43,7 @@ export const jsonDiff = defineOperation({
         { op: "add", path: "/tags/2", value: "d" },
         { op: "add", path: "/unit~1size", value: "kg" },
       ],
-      stats: { operations: 4, add: 2, remove: 0, replace: 2, returned: 4 },
+      stats: { operations: 4, add: 2, remove: 0, replace: 2, move: 0, copy: 0, test: 0, returned: 4 },
       truncated: false,
     },
   },

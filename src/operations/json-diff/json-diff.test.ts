@@ -41,11 +41,13 @@ const nested = (depth: number): Json => {
 };
 
 describe("request validation (answered 400 before any payment)", () => {
-  it("applies the defaults: arrayMode index, maxChanges 1000", () => {
+  it("applies the defaults: arrayMode index, moves on, no tests, maxChanges 1000", () => {
     expect(JsonDiffRequest.parse({ before: 1, after: 2 })).toEqual({
       before: 1,
       after: 2,
       arrayMode: "index",
+      moves: true,
+      testOldValues: false,
       maxChanges: 1000,
     });
   });
@@ -330,6 +332,19 @@ describe("patch and changes", () => {
       ]);
     });
 
+    it("moves an equal item instead of removing and adding it again", () => {
+      const big = { name: "left-pad", version: "1.3.0", integrity: "sha512-abc" };
+      expect(lcs([big, 1, 2, 3], [1, 2, 3, big]).patch).toEqual([{ op: "move", from: "/0", path: "/3" }]);
+    });
+
+    it("copies a value the document already holds where that is shorter than adding it", () => {
+      const big = { name: "left-pad", version: "1.3.0", integrity: "sha512-abcdefghijklmnopqrstuvwxyz" };
+      expect(lcs([big, 1], [big, 1, big]).patch).toEqual([{ op: "copy", from: "/0", path: "/2" }]);
+      expect(run({ before: { a: big }, after: { a: big, b: big } }).patch).toEqual([
+        { op: "copy", from: "/a", path: "/b" },
+      ]);
+    });
+
     it("matches items by canonical equality (key order does not matter)", () => {
       expect(lcs([7, { a: 1, b: 2 }, 5], [{ b: 2, a: 1 }]).patch).toEqual([
         { op: "remove", path: "/0" },
@@ -362,12 +377,92 @@ describe("patch and changes", () => {
       expect(run({ before, after }).stats.operations).toBe(4);
     });
 
-    it("keeps the longest run in order and moves the rest by remove + add", () => {
+    it("keeps the longest run in order and moves the rest (one move, not remove + add)", () => {
       const ids = (...list: number[]) => list.map((id) => ({ id }));
-      expect(keyed(ids(1, 2, 3, 4), ids(4, 1, 2, 3)).patch).toEqual([
+      expect(keyed(ids(1, 2, 3, 4), ids(4, 1, 2, 3)).patch).toEqual([{ op: "move", from: "/3", path: "/0" }]);
+      expect(keyed(ids(1, 2, 3, 4), ids(2, 3, 4, 1)).patch).toEqual([{ op: "move", from: "/0", path: "/3" }]);
+      // Moved without moves: the old answer, for appliers that know only add, remove and replace.
+      const plain = run({
+        before: ids(1, 2, 3, 4),
+        after: ids(4, 1, 2, 3),
+        arrayMode: "key",
+        arrayKey: "id",
+        moves: false,
+      });
+      expect(plain.patch).toEqual([
         { op: "add", path: "/0", value: { id: 4 } },
         { op: "remove", path: "/4" },
       ]);
+    });
+
+    it("a keyed item that moves and changes is one move plus the change inside it (issue 18)", () => {
+      const before = {
+        items: [
+          { id: "a", name: "alpha", tags: ["x"], qty: 1 },
+          { id: "b", name: "beta", tags: ["y"], qty: 2 },
+          { id: "c", name: "gamma", tags: ["z"], qty: 3 },
+        ],
+      };
+      const after = {
+        items: [
+          { id: "c", name: "gamma", tags: ["z"], qty: 30 },
+          { id: "a", name: "alpha", tags: ["x"], qty: 1 },
+          { id: "b", name: "beta", tags: ["y"], qty: 2 },
+        ],
+      };
+      const output = keyed(before, after);
+      expect(output.changes).toEqual([
+        { op: "move", from: "/items/2", path: "/items/0" },
+        { op: "replace", path: "/items/0/qty", value: 30, previous: 3 },
+      ]);
+      expect(output.stats).toMatchObject({ operations: 2, move: 1, replace: 1, add: 0, remove: 0 });
+      const { newDocument } = fastJsonPatch.applyPatch(
+        structuredClone(before),
+        output.patch as never,
+        true,
+        false,
+      );
+      expect(newDocument).toEqual(after);
+    });
+
+    it("with testOldValues, test operations guard what is moved, removed and replaced", () => {
+      const note = "a description long enough that moving it is shorter than writing it again";
+      const before = [
+        { id: 1, v: "a", note },
+        { id: 2, v: "b", note },
+        { id: 3, v: "gone" },
+      ];
+      const after = [
+        { id: 2, v: "B", note },
+        { id: 1, v: "a", note },
+      ];
+      const output = run({ before, after, arrayMode: "key", arrayKey: "id", testOldValues: true });
+      expect(output.patch).toEqual([
+        { op: "test", path: "/2", value: { id: 3, v: "gone" } },
+        { op: "remove", path: "/2" },
+        { op: "test", path: "/1/id", value: 2 },
+        { op: "move", from: "/1", path: "/0" },
+        { op: "test", path: "/0/v", value: "b" },
+        { op: "replace", path: "/0/v", value: "B" },
+      ]);
+      // A tiny item is shorter to remove and add again than to move and change.
+      const tiny = run({
+        before: [{ id: 1 }, { id: 2, v: 1 }],
+        after: [{ id: 2, v: 2 }, { id: 1 }],
+        arrayMode: "key",
+        arrayKey: "id",
+      });
+      expect(tiny.stats).toMatchObject({ move: 0 });
+      // A guarded patch refuses a document that is not before.
+      const other = [
+        { id: 1, v: "a", note },
+        { id: 2, v: "changed", note },
+        { id: 3, v: "gone" },
+      ];
+      expect(() =>
+        fastJsonPatch.applyPatch(structuredClone(other), output.patch as never, true, false),
+      ).toThrow();
+      expect(() => applyPatch(other as Json, output.patch as never)).toThrow(/test/);
     });
 
     it("compares arrays without objects by index", () => {

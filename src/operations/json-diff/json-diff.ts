@@ -10,25 +10,42 @@ import type { JsonDiffInput, JsonDiffOutput } from "./schema.ts";
  * before anything is returned; a mismatch is a 500 (nothing is charged).
  */
 export function jsonDiff(input: JsonDiffInput): JsonDiffOutput {
-  const { edits, before, after } = diffJson(input.before, input.after, input.arrayMode, input.arrayKey);
+  const { edits, before, after } = diffJson(input.before, input.after, {
+    arrayMode: input.arrayMode,
+    ...(input.arrayKey !== undefined ? { arrayKey: input.arrayKey } : {}),
+    moves: input.moves,
+    testOldValues: input.testOldValues,
+  });
   const equal = Buffer.from(before.buffer, before.byteOffset, before.length).equals(after);
   if (equal !== (edits.length === 0))
     throw checkFailed(`${edits.length} operations for documents that are ${equal ? "" : "not "}equal`);
   if (!equal) checkPatch(input, edits);
 
-  const stats = { operations: edits.length, add: 0, remove: 0, replace: 0, returned: 0 };
+  const stats = {
+    operations: edits.length,
+    add: 0,
+    remove: 0,
+    replace: 0,
+    move: 0,
+    copy: 0,
+    test: 0,
+    returned: 0,
+  };
   for (const edit of edits) stats[edit.op]++;
   const patch: JsonDiffOutput["patch"] = [];
   const changes: JsonDiffOutput["changes"] = [];
   stats.returned = Math.min(edits.length, input.maxChanges);
   for (let i = 0; i < stats.returned; i++) {
-    const { op, path, value, previous } = edits[i] as Edit;
+    const { op, path, value, previous, from } = edits[i] as Edit;
     if (op === "remove") {
       patch.push({ op, path });
       changes.push({ op, path, previous });
-    } else if (op === "add") {
+    } else if (op === "add" || op === "test") {
       patch.push({ op, path, value });
       changes.push({ op, path, value });
+    } else if (op === "move" || op === "copy") {
+      patch.push({ op, from: from as string, path });
+      changes.push({ op, from: from as string, path });
     } else {
       patch.push({ op, path, value });
       changes.push({ op, path, value, previous });
@@ -51,19 +68,27 @@ const OPERATION_START = {
   add: ascii('{"op":"add","path":'),
   remove: ascii('{"op":"remove","path":'),
   replace: ascii('{"op":"replace","path":'),
+  test: ascii('{"op":"test","path":'),
+  move: ascii(',"op":"move","path":'),
+  copy: ascii(',"op":"copy","path":'),
 };
+const FROM = ascii('{"from":');
 const VALUE = ascii(',"value":');
 
-/** The RFC 8785 form of the complete patch (members op < path < value), written without building it. */
+/** The RFC 8785 form of the complete patch (members from < op < path < value), written without building it. */
 export function canonicalPatch(edits: readonly Edit[]): Uint8Array {
   const writer = new CanonicalWriter();
   writer.byte(0x5b);
   for (let i = 0; i < edits.length; i++) {
-    const { op, path, value } = edits[i] as Edit;
+    const { op, path, value, from } = edits[i] as Edit;
     if (i > 0) writer.byte(0x2c);
+    if (op === "move" || op === "copy") {
+      writer.raw(FROM);
+      writer.string(from as string);
+    }
     writer.raw(OPERATION_START[op]);
     writer.string(path);
-    if (op !== "remove") {
+    if (op !== "remove" && op !== "move" && op !== "copy") {
       writer.raw(VALUE);
       writer.value(value as Json);
     }

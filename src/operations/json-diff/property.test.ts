@@ -41,16 +41,51 @@ function randomPair(random: Random, mode: Mode): { before: Json; after: Json } {
   return { before, after };
 }
 
-function diff(before: Json, after: Json, mode: Mode, maxChanges = 10000): JsonDiffOutput {
+function diff(
+  before: Json,
+  after: Json,
+  mode: Mode,
+  maxChanges = 10000,
+  options: { moves?: boolean; testOldValues?: boolean } = {},
+): JsonDiffOutput {
   const request = JsonDiffRequest.parse({
     before,
     after,
     arrayMode: mode,
     ...(mode === "key" ? { arrayKey: "id" } : {}),
     maxChanges,
+    ...options,
   });
   return jsonDiff(request as JsonDiffInput);
 }
+
+/** A deep copy in which items of every array change places (a few swaps per array). */
+function shuffleArrays(random: Random, value: Json): Json {
+  if (Array.isArray(value)) {
+    const items = value.map((item) => shuffleArrays(random, item));
+    for (let swaps = Math.floor(random() * 3); swaps > 0 && items.length > 1; swaps--) {
+      const i = Math.floor(random() * items.length);
+      const j = Math.floor(random() * items.length);
+      [items[i], items[j]] = [items[j] as Json, items[i] as Json];
+    }
+    return items;
+  }
+  if (typeof value !== "object" || value === null) return value;
+  const copy: { [key: string]: Json } = {};
+  for (const key of Object.keys(value)) {
+    Object.defineProperty(copy, key, {
+      value: shuffleArrays(random, value[key] as Json),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return copy;
+}
+
+/** Applies a patch with fast-json-patch (validating every operation) and returns the result. */
+const applyIndependently = (document: Json, patch: JsonDiffOutput["patch"]) =>
+  fastJsonPatch.applyPatch(structuredClone(document), patch as never, true, false).newDocument as Json;
 
 /** Rewrites every number of a JSON text in another spelling of the same double. */
 function respellNumbers(random: Random, value: Json): string {
@@ -119,14 +154,15 @@ describe.each(MODES)('property: random JSON pairs, arrayMode "%s"', (mode) => {
       expect(withoutPrevious, context).toEqual(output.patch);
       let state: Json = before;
       output.changes.forEach((change, index) => {
-        if (change.op !== "add") {
+        if (change.op === "remove" || change.op === "replace") {
           const current = valueAt(state, change.path);
           expect(jsonEqual(current, change.previous), `${context} change ${index}`).toBe(true);
         }
         state = applyPatch(state, [output.patch[index] as never]);
       });
       expect(output.stats.operations).toBe(output.patch.length);
-      expect(output.stats.add + output.stats.remove + output.stats.replace).toBe(output.stats.operations);
+      const { add, remove, replace, move, copy, test } = output.stats;
+      expect(add + remove + replace + move + copy + test).toBe(output.stats.operations);
     }
     expect(operations).toBeGreaterThan(SEEDS); // the generator does produce real differences
   });
@@ -173,5 +209,46 @@ describe.each(MODES)('property: random JSON pairs, arrayMode "%s"', (mode) => {
       expect(truncated.patchHash).toBe(complete.patchHash);
       expect(truncated.stats).toEqual({ ...complete.stats, returned: maxChanges });
     }
+  });
+});
+
+describe.each(["lcs", "key"] as const)('property: items that change places, arrayMode "%s"', (mode) => {
+  it(`moves apply and verify, guarded or not, and are never longer than remove + add, for ${SEEDS} pairs`, () => {
+    let moves = 0;
+    for (let seed = 1; seed <= SEEDS; seed++) {
+      const random = seededRandom(seed * 92821 + (mode === "key" ? 1 : 0));
+      const pair = randomPair(random, mode);
+      const before = pair.before;
+      let after = shuffleArrays(random, random() < 0.5 ? before : pair.after);
+      if (mode === "key") after = makeKeyed(random, after, "id");
+      const context = `seed ${seed}: ${JSON.stringify({ before, after })}`;
+      const output = diff(before, after, mode);
+      JsonDiffResponse.parse(output);
+      moves += output.stats.move;
+      expect(jsonEqual(applyPatch(before, output.patch), after), context).toBe(true);
+      if (!hasProtoKey(before) && !hasProtoKey(after)) {
+        expect(canonicalJson(applyIndependently(before, output.patch)), context).toBe(canonicalJson(after));
+      }
+      expect(output.patchHash, context).toBe(hashOf(output.patch as Json));
+
+      // Without moves the patch is add/remove/replace only, and not shorter.
+      const plain = diff(before, after, mode, 10000, { moves: false });
+      expect(plain.stats.move + plain.stats.copy, context).toBe(0);
+      expect(canonicalJson(output.patch).length, context).toBeLessThanOrEqual(
+        canonicalJson(plain.patch).length,
+      );
+
+      // Guarded: every remove, replace and move is preceded by a test, and the patch still applies.
+      const guarded = diff(before, after, mode, 10000, { testOldValues: true });
+      expect(guarded.stats.copy, context).toBe(0);
+      expect(guarded.stats.test, context).toBe(
+        guarded.stats.remove + guarded.stats.replace + guarded.stats.move,
+      );
+      expect(jsonEqual(applyPatch(before, guarded.patch), after), context).toBe(true);
+      if (!hasProtoKey(before) && !hasProtoKey(after)) {
+        expect(canonicalJson(applyIndependently(before, guarded.patch)), context).toBe(canonicalJson(after));
+      }
+    }
+    expect(moves).toBeGreaterThan(SEEDS / 4); // the generator does move items
   });
 });

@@ -147,6 +147,22 @@ export const JsonDiffRequest = z
     arrayKey: z.string().min(1).optional().meta({
       description: 'Required with arrayMode "key" and only then: the member that identifies an item.',
     }),
+    moves: z
+      .boolean()
+      .default(true)
+      .meta({
+        description:
+          'Emit "move" for an item that changed place (arrayMode "key" and "lcs") and "copy" for a value the ' +
+          "document already holds, where that makes the patch shorter; false: add, remove and replace only.",
+      }),
+    testOldValues: z
+      .boolean()
+      .default(false)
+      .meta({
+        description:
+          'Precede every remove, replace and move with a "test" of the old value (of the key member for a keyed ' +
+          "move), so the patch fails on any document other than before; no copy is emitted then.",
+      }),
     maxChanges: z.int().min(1).max(10000).default(1000).meta({
       description: "Most operations returned; beyond it the answer is truncated (see `truncated`).",
     }),
@@ -198,6 +214,9 @@ const patchOperation = <Extra extends z.ZodRawShape>(extra: { remove: Extra; rep
     z.strictObject({ op: z.literal("add"), path: Pointer, value: JsonValue }),
     z.strictObject({ op: z.literal("remove"), path: Pointer, ...extra.remove }),
     z.strictObject({ op: z.literal("replace"), path: Pointer, value: JsonValue, ...extra.replace }),
+    z.strictObject({ op: z.literal("move"), from: Pointer, path: Pointer }),
+    z.strictObject({ op: z.literal("copy"), from: Pointer, path: Pointer }),
+    z.strictObject({ op: z.literal("test"), path: Pointer, value: JsonValue }),
   ]);
 
 const PatchOperation = patchOperation({ remove: {}, replace: {} }).meta({
@@ -232,6 +251,9 @@ export const JsonDiffResponse = z
       add: z.int().min(0),
       remove: z.int().min(0),
       replace: z.int().min(0),
+      move: z.int().min(0),
+      copy: z.int().min(0),
+      test: z.int().min(0),
       returned: z.int().min(0).meta({ description: "Operations in patch and changes (at most maxChanges)." }),
     }),
     truncated: z.boolean().meta({
