@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { scanSecrets } from "../lib/secrets.mjs";
 
 const args = process.argv.slice(2);
 const specIndex = args.indexOf("--spec");
@@ -16,7 +17,14 @@ if (!folder || specIndex < 0) {
   process.stderr.write("usage: node gates/deliverable-gate.mjs <folder> --spec acceptance.json\n");
   process.exit(2);
 }
-const spec = JSON.parse(fs.readFileSync(args[specIndex + 1], "utf8"));
+let spec;
+try {
+  spec = JSON.parse(fs.readFileSync(args[specIndex + 1], "utf8"));
+  if (!fs.statSync(folder).isDirectory()) throw new Error(`${folder} is not a folder`);
+} catch (error) {
+  process.stderr.write(`deliverable-gate: ${error.message}\n`);
+  process.exit(2);
+}
 const checks = [];
 const check = (name, ok, detail = "") => checks.push({ check: name, ok, detail });
 const files = [];
@@ -56,17 +64,14 @@ for (const [file, digest] of Object.entries(spec.sha256 ?? {})) {
   check(`${file} has sha256 ${digest.slice(0, 12)}…`, actual === digest, actual);
 }
 if (spec.noSecrets) {
-  // Keys and tokens that must never travel inside a deliverable.
-  const patterns = [
-    ["private key block", /-----BEGIN [A-Z ]*PRIVATE KEY-----/],
-    ["hex private key", /\b0x[0-9a-fA-F]{64}\b/],
-    ["AWS access key", /\bAKIA[0-9A-Z]{16}\b/],
-    ["bearer token", /\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*/],
-    ["mnemonic label", /\b(seed phrase|mnemonic)\s*[:=]/i],
-  ];
+  // Keys and tokens that must never travel inside a deliverable (lib/secrets.mjs lists the formats).
   for (const file of files) {
-    const text = read(file).toString("utf8");
-    for (const [name, pattern] of patterns) if (pattern.test(text)) check(`${file} holds no ${name}`, false);
+    const found = new Map();
+    for (const finding of scanSecrets(read(file).toString("utf8"))) {
+      if (!found.has(finding.rule)) found.set(finding.rule, []);
+      found.get(finding.rule).push(`line ${finding.line}: ${finding.excerpt}`);
+    }
+    for (const [rule, where] of found) check(`${file} holds no ${rule}`, false, where.join("; "));
   }
   check("no secrets found", !checks.some((c) => !c.ok && c.check.includes(" holds no ")));
 }

@@ -33,16 +33,19 @@ test("check-payment reads the header form and the ledger", () => {
   assert.equal(result.status, 1);
   assert.match(result.json.reasons.join(), /maxPerDay/);
 });
-test("ledger: the example is clean; a double-counted transaction is found", () => {
-  assert.equal(run("scripts/ledger.mjs", ["ledger/receipts-ledger.example.jsonl"]).status, 0);
+test("ledger: the example is clean; a transaction counted for two payments is found", () => {
+  const clean = run("scripts/ledger.mjs", ["ledger/receipts-ledger.example.jsonl"]);
+  assert.equal(clean.status, 0, clean.stdout);
+  assert.deepEqual(clean.json.byState, { settled: 1 });
   const dir = tempDir();
   const ledger = path.join(dir, "l.jsonl");
   fs.copyFileSync(path.resolve(import.meta.dirname, "../ledger/receipts-ledger.example.jsonl"), ledger);
-  fs.appendFileSync(ledger, fs.readFileSync(ledger));
+  const [first] = readLedger(ledger);
+  appendEntry(ledger, { ...first, id: "another", state: "settled", transaction: `0x${"0".repeat(63)}1` });
   const result = run("scripts/ledger.mjs", [ledger]);
   assert.equal(result.status, 1);
-  assert.match(result.json.problems[0], /already on line 1/);
-  assert.deepEqual(auditLedger(readLedger(ledger)).length, 1);
+  assert.deepEqual(result.json.problems, ["line 4: settled without the signed nonce", `line 4: transaction 0x${"0".repeat(63)}1 already on line 3`]);
+  assert.deepEqual(auditLedger(readLedger(ledger)), result.json.problems);
 });
 test("deliverable gate accepts a complete deliverable", () => {
   const dir = tempDir();

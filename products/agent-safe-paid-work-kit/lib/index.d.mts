@@ -1,0 +1,94 @@
+// Types of the kit's entry point, for TypeScript buyers (the kit itself is plain JavaScript).
+
+export interface SpendPolicy {
+  version: 1;
+  networks: string[];
+  assets: string[];
+  maxPerPayment: string;
+  maxPerDay: string;
+  maxPerPayeePerDay?: string;
+  approvalAbove?: string;
+  payees?: string[];
+  blockedPayees?: string[];
+  hosts?: string[];
+  maxPaymentsPerMinute?: number;
+}
+
+export interface Payment {
+  network: string;
+  asset: string;
+  amount: string;
+  payTo: string;
+  url?: string;
+}
+
+export interface Decision {
+  decision: "allow" | "deny" | "approve";
+  reasons: string[];
+}
+
+export type LedgerState = "reserved" | "signed" | "settled" | "failed" | "expired" | "released" | "refunded";
+
+export interface LedgerEntry extends Partial<Payment> {
+  at: string;
+  id?: string;
+  state: LedgerState | string;
+  payer?: string;
+  nonce?: string;
+  validBefore?: string;
+  expiresAt?: string;
+  transaction?: string;
+  status?: number;
+  reason?: string;
+}
+
+export interface GuardOptions {
+  policy: SpendPolicy;
+  ledgerPath: string;
+  /** Asked for payments above `approvalAbove`; resolve true to sign. Default: refuse. */
+  approve?: (request: Payment & { requirements: unknown; reasons: string[] }) => Promise<boolean> | boolean;
+  /** Refuse requirements whose maxTimeoutSeconds is longer (default 3600). */
+  maxValiditySeconds?: number;
+  onDecision?: (event: { payment: Payment; decision: Decision; id?: string }) => void;
+  now?: () => Date;
+  lock?: { timeoutMs?: number; staleMs?: number };
+}
+
+/** The hooks of @x402/core's x402Client that the guard uses (x402HTTPClient: pass it, it has `.client`). */
+export interface GuardableClient {
+  onBeforePaymentCreation(hook: (context: any) => Promise<unknown>): unknown;
+  onAfterPaymentCreation(hook: (context: any) => Promise<unknown>): unknown;
+  onPaymentCreationFailure?(hook: (context: any) => Promise<unknown>): unknown;
+  onPaymentResponse?(hook: (context: any) => Promise<unknown>): unknown;
+}
+
+/** `client`: an x402Client, or an x402HTTPClient (whose `.client` is guarded and whose requested URLs are seen). Returns it. */
+export function guardClient<C extends GuardableClient | object>(client: C, options: GuardOptions): C;
+export function signedTerms(paymentPayload: unknown): { kind: "eip3009" | "permit2"; payer: string; payTo: string; amount: string; nonce: string; validBefore: string } | undefined;
+export class PaymentDenied extends Error {
+  decision: Decision;
+}
+/** @deprecated replaced by guardClient; throws. */
+export function createBudgetGuard(options?: unknown): never;
+
+export function checkPolicy(policy: unknown): string[];
+export function decide(policy: SpendPolicy, payment: Payment, spent?: LedgerEntry[], now?: Date): Decision;
+export function paymentOf(requirements: Record<string, unknown>, url?: string): Payment;
+export function termsFrom402(headerValue: string | null | undefined, body?: unknown): Payment & Record<string, unknown>;
+export const V1_NETWORKS: Record<string, string>;
+
+export const LEDGER_FIELDS: string[];
+export const STATES: Record<LedgerState, string>;
+export function readLedger(file: string): LedgerEntry[];
+export function appendEntry(file: string, entry: Partial<LedgerEntry>): void;
+export function foldLedger(entries: LedgerEntry[]): (LedgerEntry & { line: number; lines: number[]; updatedAt: string })[];
+export function counts(record: LedgerEntry, now?: Date): boolean;
+export function openAuthorizations(entries: LedgerEntry[], now?: Date): LedgerEntry[];
+export function auditLedger(entries: LedgerEntry[]): string[];
+export function summarise(entries: LedgerEntry[]): Record<string, string>;
+
+export class LockTimeout extends Error {}
+export function withLedgerLock<T>(ledgerPath: string, work: () => T, options?: { timeoutMs?: number; staleMs?: number }): Promise<T>;
+
+export const SECRET_RULES: [string, RegExp, ((match: string, text: string) => boolean)?][];
+export function scanSecrets(text: string): { rule: string; line: number; excerpt: string }[];
