@@ -35,7 +35,8 @@ describe.runIf(databaseUrl)("scale-out: API instances and workers sharing one Po
   let standIns: StandIns;
   const workers: Spawned[] = [];
 
-  const research = () => researchEnv(standIns, { leaseSeconds: "5" });
+  // Ten jobs per payer run at once here: more than the default cap of jobs on held payments per payer.
+  const research = () => ({ ...researchEnv(standIns, { leaseSeconds: "5" }), JOB_MAX_HELD_PER_PAYER: "20" });
   const startWorker = () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-worker-"));
     dirs.push(dataDir);
