@@ -104,8 +104,12 @@ export function buildOpenApiDocument(
         ? {
             body: {
               required: !operation.bodyOptional,
-              content: { "application/json": { schema: operation.input, example: operation.example.input } },
+              content: {
+                "application/json": { schema: operation.input, example: operation.example.input },
+                ...operation.otherBodies,
+              },
             },
+            ...(operation.bodyQuery ? { query: operation.bodyQuery } : {}),
           }
         : operation.inputFrom === "query"
           ? { query: operation.input as z.ZodObject }

@@ -62,6 +62,11 @@ export interface OperationResult<O> {
   /** Extra response headers kept with the answer (Location of a queued job, a download's Content-Disposition). */
   headers?: Record<string, string>;
   body: O;
+  /**
+   * The JSON body already written (by a worker thread, or keeping number lexemes exactly as the
+   * request gave them); sent as it is instead of `JSON.stringify(body)`.
+   */
+  bodyText?: string;
   /** A download: the response body is this file, streamed by the app (`body` is ignored). */
   file?: FileBody;
 }
@@ -70,6 +75,14 @@ export interface JsonBodyLimits {
   maxDepth?: number;
   /** JSON.parse keeps the last of duplicate keys silently; reject such a body instead. */
   rejectDuplicateKeys?: boolean;
+}
+
+/** What an operation's own body reader is given besides the body's bytes. */
+export interface BodyRequest {
+  /** The Content-Type header as sent (absent: undefined). */
+  contentType: string | undefined;
+  /** The query string's parameters (a body may take its options there, e.g. a CSV body). */
+  query: Record<string, string[]>;
 }
 
 export interface ErrorResponseDoc {
@@ -104,6 +117,16 @@ export interface OperationDefinition<I = unknown, O = unknown> {
    * `maxDepth` (the body itself is level 1), or of the first key an object names twice.
    */
   json?: JsonBodyLimits;
+  /**
+   * Reads the body itself instead of the JSON reader (another content type, numbers kept exactly, work
+   * moved off the main thread): given the body's bytes (within maxBodyBytes), it returns the validated
+   * input or throws a Problem, before any payment.
+   */
+  readBody?: (body: Uint8Array, request: BodyRequest) => Promise<I>;
+  /** For the documents: request bodies readBody takes besides application/json (content type → schema). */
+  otherBodies?: Record<string, { schema: z.ZodType; example?: unknown }>;
+  /** For the documents: query parameters that go with a body (e.g. a CSV body's options). */
+  bodyQuery?: z.ZodObject;
   output: z.ZodType<O>;
   /** Async operations: the `result` of a succeeded job (GET /v1/jobs/{id}), for the documents. */
   jobResult?: z.ZodType;

@@ -17,6 +17,10 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
  * Throws a 400 Problem (with a JSON Pointer per invalid field) or a 413 for an oversized body.
  */
 export async function readOperationInput(c: Context, operation: AnyOperation): Promise<unknown> {
+  if (operation.inputFrom === "body" && operation.readBody) {
+    const body = await readBodyBytes(c.req.raw, operation.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    return operation.readBody(body, { contentType: c.req.header("content-type"), query: c.req.queries() });
+  }
   let raw: unknown = {};
   if (operation.inputFrom === "body") raw = await readJsonBody(c.req.raw, operation);
   if (operation.inputFrom === "query") raw = queryToObject(c.req.queries(), operation.input);
@@ -27,6 +31,9 @@ export async function readOperationInput(c: Context, operation: AnyOperation): P
 
 /** UTF-8 as `Request.text()` decodes it: invalid bytes become U+FFFD, a leading byte order mark is dropped (RFC 8259 §8.1 allows ignoring it). */
 const utf8 = new TextDecoder();
+
+/** A body's bytes decoded as the JSON reader decodes them. */
+export const decodeBody = (body: Uint8Array) => utf8.decode(body);
 
 const tooLarge = (limit: number) =>
   new Problem(413, "body-too-large", "Request body too large", `the request body exceeds ${limit} bytes`);
@@ -57,6 +64,36 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
     }
     text = utf8.decode(Buffer.concat(chunks));
   }
+  return parseJsonBody(text, operation);
+}
+
+/** The body's bytes, cut at `limit` (413) whether or not a length was declared. */
+async function readBodyBytes(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+  if (!request.body) return new Uint8Array(0);
+  if (declared !== null) return new Uint8Array(await request.arrayBuffer());
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The JSON reader's checks on a body's text: present (unless optional), valid JSON, the operation's
+ * structural limits, and values no JSON output can carry. Returns the parsed value.
+ */
+export function parseJsonBody(text: string, operation: Pick<AnyOperation, "bodyOptional" | "json">): unknown {
   if (text.trim() === "") {
     if (operation.bodyOptional) return {};
     throw invalidRequest([{ pointer: "", message: "a JSON request body is required" }]);

@@ -1,6 +1,57 @@
 import { defineOperation } from "../../catalog/operation.ts";
+import { defaultPoolSize, OffThreadInput, WorkerPool } from "../worker-pool.ts";
 import { jsonDiff as diffDocuments } from "./json-diff.ts";
-import { type JsonDiffInput, JsonDiffRequest, JsonDiffResponse, MAX_DOCUMENT_DEPTH } from "./schema.ts";
+import { JSON_DIFF_BODY_LIMITS, readJsonDiffRequest } from "./read-request.ts";
+import { type JsonDiffInput, JsonDiffRequest, JsonDiffResponse } from "./schema.ts";
+import type { JsonDiffTask, JsonDiffTaskResult } from "./worker.ts";
+
+/** Room for a real pretty-printed package-lock.json pair (2 MiB was too little). */
+export const JSON_DIFF_MAX_BODY_BYTES = 8 * 1024 * 1024;
+/**
+ * Bodies up to this size are read, checked and diffed on the main thread: parsing, the structure
+ * scan, the schema and the request's hash together stay well under 50 ms of event loop for them
+ * (bench/json-diff.bench.ts measures it). Larger ones go to a worker thread, before payment too.
+ */
+export const JSON_DIFF_INLINE_BYTES = 256 * 1024;
+
+let pool: WorkerPool<JsonDiffTask, JsonDiffTaskResult> | undefined;
+
+/** The service's json-diff workers, started on the first large body. */
+export const jsonDiffPool = () => {
+  pool ??= new WorkerPool<JsonDiffTask, JsonDiffTaskResult>({
+    name: "json-diff",
+    workerUrl: new URL("./worker-entry.mjs", import.meta.url),
+    size: defaultPoolSize(),
+    maxQueued: 16,
+    timeLimitMs: 20_000,
+    queueTimeoutMs: 20_000,
+    startTimeoutMs: 30_000,
+    maxMemoryMb: 768,
+  });
+  return pool;
+};
+
+async function closeJsonDiffPool(): Promise<void> {
+  const closing = pool;
+  pool = undefined;
+  await closing?.close();
+}
+
+/** A small body: checked here. A large one: checked in a worker; the bytes wait for the paid call. */
+async function readBody(
+  body: Uint8Array,
+  request: { contentType: string | undefined; query: Record<string, string[]> },
+) {
+  if (body.byteLength <= JSON_DIFF_INLINE_BYTES) return readJsonDiffRequest(body);
+  const checked = (await jsonDiffPool().run({ kind: "check", body })) as { digest: string };
+  return new OffThreadInput(body, request.contentType, {}, checked.digest) as unknown as JsonDiffInput;
+}
+
+async function handle(input: JsonDiffInput | OffThreadInput) {
+  if (!(input instanceof OffThreadInput)) return { body: diffDocuments(input) };
+  const { bodyText } = (await jsonDiffPool().run({ kind: "diff", body: input.body })) as { bodyText: string };
+  return { body: undefined as never, bodyText };
+}
 
 export const jsonDiff = defineOperation({
   id: "json-diff",
@@ -12,13 +63,15 @@ export const jsonDiff = defineOperation({
   description:
     "Diffs two JSON documents into an RFC 6902 patch with RFC 6901 JSON Pointer paths and sha256 hashes " +
     "over the RFC 8785 canonical form. Arrays are compared by index, aligned by longest common subsequence, " +
-    "or matched by a key member. The patch is applied to before and checked against after before answering.",
+    "or matched by a key member, with move and copy where they shorten the patch and optional test operations " +
+    "guarding old values. The patch is applied to before and checked against after before answering. Bodies up " +
+    "to 8 MiB; a large one is parsed, checked and diffed in a worker thread.",
   tags: ["data"],
   inputFrom: "body",
   input: JsonDiffRequest,
-  maxBodyBytes: 2 * 1024 * 1024,
-  // The body wraps the documents in one object, so they may nest MAX_DOCUMENT_DEPTH levels each.
-  json: { maxDepth: MAX_DOCUMENT_DEPTH + 1, rejectDuplicateKeys: true },
+  maxBodyBytes: JSON_DIFF_MAX_BODY_BYTES,
+  json: JSON_DIFF_BODY_LIMITS,
+  readBody,
   output: JsonDiffResponse,
   outputContentType: "application/json",
   example: {
@@ -47,6 +100,13 @@ export const jsonDiff = defineOperation({
       truncated: false,
     },
   },
-  errorResponses: [],
-  handler: async (input) => ({ body: diffDocuments(input as JsonDiffInput) }),
+  errorResponses: [
+    {
+      status: 422,
+      description: "A large diff exceeded its worker's time or memory limit and was stopped. Never charged.",
+    },
+    { status: 503, description: "Every json-diff worker is busy; retry after Retry-After. Never charged." },
+  ],
+  handler: async (input) => handle(input as JsonDiffInput | OffThreadInput),
+  close: closeJsonDiffPool,
 });

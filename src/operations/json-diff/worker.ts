@@ -1,0 +1,13 @@
+import { serveWorker } from "../worker-pool.ts";
+import { jsonDiff } from "./json-diff.ts";
+import { readJsonDiffRequest, requestDigest } from "./read-request.ts";
+
+/** Work a json-diff worker does on a large body: check it (before payment) or diff it (after). */
+export type JsonDiffTask = { kind: "check"; body: Uint8Array } | { kind: "diff"; body: Uint8Array };
+export type JsonDiffTaskResult = { digest: string } | { bodyText: string };
+
+await serveWorker<JsonDiffTask, JsonDiffTaskResult>((task) => {
+  const input = readJsonDiffRequest(task.body);
+  if (task.kind === "check") return { digest: requestDigest(input) };
+  return { bodyText: JSON.stringify(jsonDiff(input)) };
+});
