@@ -62,6 +62,8 @@ describe("unit-convert on the local chain", () => {
           dimension: "L^2·M·T^-2",
         },
       ],
+      converted: 3,
+      failed: 0,
     });
     const receipt = paymentReceipt(response);
     expect(receipt).toMatchObject({ success: true, network: "eip155:8453" });
@@ -71,13 +73,49 @@ describe("unit-convert on the local chain", () => {
     expect(await balanceOf(service.payTo)).toBe(payToBefore + PRICE);
   });
 
-  it("an invalid unit is a 400 with a JSON Pointer, before the 402, and never charged", async () => {
+  it("a batch with one bad item answers the others and that item's error at its pointer, charged once", async () => {
+    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
+    const response = await payer.fetch(
+      `${service.url}/v1/unit-convert`,
+      jsonPost({
+        conversions: [
+          { value: 1, from: "m", to: "ft" },
+          { value: 1000, from: "kg/m^3", to: "lb/ft^3" },
+          { value: 30, from: "psig", to: "kPa" },
+          { value: 1, from: "m", to: "kg" },
+        ],
+      }),
+    );
+    expect(response.status).toBe(200);
+    const body = await response.json();
+    expect(body).toMatchObject({ converted: 2, failed: 2 });
+    expect(body.results[1]).toMatchObject({
+      from: "kg/m^3",
+      to: "lb/ft^3",
+      result: 62.4279605761446,
+      domain: null,
+    });
+    expect(body.results[2]).toEqual({
+      value: 30,
+      from: "psig",
+      to: "kPa",
+      errors: [{ pointer: "/conversions/2/from", message: expect.stringContaining("gauge pressure") }],
+    });
+    expect(body.results[3].errors).toEqual([
+      {
+        pointer: "/conversions/3/to",
+        message: expect.stringContaining("m measures length (dimension L), kg measures mass (dimension M)"),
+      },
+    ]);
+    expect(await balanceOf(payer.address)).toBe(payerBefore - PRICE);
+    expect(await balanceOf(service.payTo)).toBe(payToBefore + PRICE);
+  });
+
+  it("a batch whose every item fails, and an invalid single unit, are 400s before the 402, never charged", async () => {
     const before = await balanceOf(payer.address);
     const body = {
       conversions: [
-        { value: 1, from: "m", to: "ft" },
-        { value: 1, from: "m", to: "ft" },
-        { value: 1, from: "m", to: "ft" },
+        { value: 1, from: "barg", to: "kPa" },
         { value: 1, from: "m", to: "kg" },
       ],
     };
@@ -90,8 +128,9 @@ describe("unit-convert on the local chain", () => {
       expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
       expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
       expect((await response.json()).errors).toEqual([
+        { pointer: "/conversions/0/from", message: expect.stringContaining("gauge pressure") },
         {
-          pointer: "/conversions/3/to",
+          pointer: "/conversions/1/to",
           message: expect.stringContaining("m measures length (dimension L), kg measures mass (dimension M)"),
         },
       ]);
@@ -105,6 +144,30 @@ describe("unit-convert on the local chain", () => {
       { pointer: "/from", message: expect.stringContaining('"ton" is ambiguous; name one of: t (tonne') },
     ]);
     expect(await balanceOf(payer.address)).toBe(before);
+  });
+
+  it("converts what engineers write: N·m and Nm to ft·lbf, W/(m·K), L/min, and K to delta_degC", async () => {
+    const response = await payer.fetch(
+      `${service.url}/v1/unit-convert`,
+      jsonPost({
+        conversions: [
+          { value: 50, from: "Nm", to: "ft·lbf" },
+          { value: 0.6, from: "W/(m·K)", to: "BTU_IT/(h·ft·°F)" },
+          { value: 12, from: "L/min", to: "m³/h" },
+          { value: 5, from: "K", to: "delta_degC" },
+        ],
+      }),
+    );
+    expect(response.status).toBe(200);
+    const { results } = await response.json();
+    expect(
+      results.map((r: { from: string; to: string; resultExact: string }) => [r.from, r.to, r.resultExact]),
+    ).toEqual([
+      ["N·m", "ft_lbf", "125000000000000000/3389544870828501"],
+      ["W/(m·K)", "BTU_IT/(h·ft·delta_degF)", "18288000000/52752792631"],
+      ["L/min", "m^3/h", "0.72"],
+      ["K", "delta_degC", "5"],
+    ]);
   });
 
   it("a valid request without payment gets the 402 terms for USD 0.01", async () => {

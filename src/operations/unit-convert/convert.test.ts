@@ -166,12 +166,13 @@ describe("temperature", () => {
     expect(exact(value, from, to)).toBe(expected);
   });
 
-  it("a temperature and a temperature difference do not convert into each other", () => {
+  it("a Celsius or Fahrenheit reading and a temperature difference do not convert into each other", () => {
+    // K and degR do (issue 18): their zero is absolute zero, so a value in them is a difference as well.
     for (const [from, to] of [
       ["degC", "delta_degC"],
       ["delta_degF", "degF"],
-      ["K", "delta_degC"],
-      ["degR", "delta_degF"],
+      ["degC", "delta_degF"],
+      ["delta_degC", "degF"],
     ] as const) {
       const message = incompatibility(unit(from), unit(to));
       expect(message, `${from}→${to}`).toMatch(/one is a temperature, the other a temperature difference/);

@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { convertExact } from "./convert.ts";
-import { Rational, toRoundedNumber } from "./rational.ts";
+import { convert, convertExact } from "./convert.ts";
+import { COMPOUND_CASES } from "./gnu-compound-cases.ts";
+import { parseExact, Rational, toRoundedNumber } from "./rational.ts";
 import { UNITS, type Unit } from "./units.ts";
 
 /**
@@ -275,5 +276,18 @@ describe.runIf(version !== undefined)("cross-check against GNU units", () => {
     });
     expect(failures).toEqual([]);
     expect(cases).toHaveLength(4 * 3 * 5);
+  });
+
+  it("agrees on compound expressions (issue 18): kg/m^3, W/(m·K), L/min, N·m, … to 1e-12 relative", () => {
+    const answers = gnuConvertMany(COMPOUND_CASES.map((c) => [`${c.value} ${c.gnuFrom}`, c.gnuTo]));
+    const failures: string[] = [];
+    COMPOUND_CASES.forEach((c, index) => {
+      const ours = parseExact(convert(c).resultExact);
+      const gnu = Rational.parse(answers[index] as string);
+      if (gnu.sub(ours).abs().compare(ours.abs().mul(RELATIVE_TOLERANCE)) > 0) {
+        failures.push(`${c.value} ${c.from} → ${c.to}: ours ${ours}, GNU ${answers[index]}`);
+      }
+    });
+    expect(failures).toEqual([]);
   });
 });

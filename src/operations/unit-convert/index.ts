@@ -1,5 +1,5 @@
 import { defineFreeRoute, defineOperation } from "../../catalog/operation.ts";
-import { convert } from "./convert.ts";
+import { conversionIssues, convert } from "./convert.ts";
 import { formatExact, toRoundedNumber } from "./rational.ts";
 import {
   type UnitConvertInput,
@@ -11,9 +11,23 @@ import {
 } from "./schema.ts";
 import { UNITS, type UnitTable } from "./units.ts";
 
+/** A single conversion, or a batch answered item by item (each failed item with its errors and pointers). */
 export function convertRequest(input: UnitConvertInput): UnitConvertOutput {
   if ("value" in input) return convert(input);
-  return { results: (input.conversions ?? []).map((conversion) => convert(conversion)) };
+  let failed = 0;
+  const results = (input.conversions ?? []).map((conversion, index) => {
+    const issues = conversionIssues(conversion);
+    if (issues.length === 0) return convert(conversion);
+    failed++;
+    return {
+      ...conversion,
+      errors: issues.map((issue) => ({
+        pointer: `/conversions/${index}/${issue.field}`,
+        message: issue.message,
+      })),
+    };
+  });
+  return { results, converted: results.length - failed, failed };
 }
 
 const exampleInput = { value: 100, from: "psi", to: "kPa" };
@@ -31,8 +45,11 @@ export const unitConvert = defineOperation({
     "factors (NIST SP 811, SI Brochure). Temperatures are affine (degC, degF, degR, K); differences use " +
     "delta_degC and delta_degF. `result` is rounded to 15 significant digits; `resultExact` is exact: a " +
     "terminating decimal, a repeating one with the repetend in parentheses (`0.1(6)`), or the fraction " +
-    "`p/q` when the repetend exceeds 100 digits. Unknown, ambiguous (BTU, ton, therm, gallon, …) and " +
-    "incompatible units are 400s that list the choices, never charged. GET /v1/units (free) lists the units.",
+    "`p/q` when the repetend exceeds 100 digits. Compound expressions of these units, SI prefixes and s, min, h " +
+    "convert with dimensional analysis (`kg/m^3`, `m/s`, `ft²`, `N·m`, `W/(m·K)`, `L/min`). Unknown, ambiguous " +
+    "(BTU, ton, therm, gallon, …), gauge (psig, barg) and incompatible units are 400s that list the choices, " +
+    "never charged; in a batch each failing item gets its errors and the batch is charged once if any item " +
+    "converted. GET /v1/units (free) lists the units.",
   tags: ["engineering"],
   inputFrom: "body",
   input: UnitConvertRequest,

@@ -37,14 +37,15 @@ describe("request validation (400 with JSON Pointers, before any payment)", () =
     ]);
   });
 
-  it("points into the batch: /conversions/3/to", () => {
-    const body = { conversions: [ok(1), ok(2), ok(3), ok(4, "m", "kg"), ok(5, "ton", "lb")] };
+  it("points into a batch whose every item fails: /conversions/0/to", () => {
+    // A batch with at least one convertible item answers per item (issue-18.test.ts).
+    const body = { conversions: [ok(4, "m", "kg"), ok(5, "ton", "lb")] };
     expect(errors(body)).toEqual([
       {
-        pointer: "/conversions/3/to",
+        pointer: "/conversions/0/to",
         message: expect.stringContaining("cannot convert m (metre) to kg (kilogram)"),
       },
-      { pointer: "/conversions/4/from", message: expect.stringContaining('"ton" is ambiguous') },
+      { pointer: "/conversions/1/from", message: expect.stringContaining('"ton" is ambiguous') },
     ]);
   });
 
@@ -88,6 +89,8 @@ describe("the operation", () => {
         expect.objectContaining({ from: "degF", to: "degC", result: 100, resultExact: "100" }),
         expect.objectContaining({ from: "kWh", to: "BTU_IT", result: 3412.14163312794 }),
       ],
+      converted: 3,
+      failed: 0,
     });
     expect(UnitConvertResponse.safeParse(output).success).toBe(true);
   });

@@ -232,7 +232,17 @@ export class UnitTable {
     if (named) return { kind: "unit", unit: named };
     const ambiguousName = this.ambiguousByName.get(name);
     if (ambiguousName) return { kind: "ambiguous", text, entry: ambiguousName };
-    return { kind: "unknown", text, suggestions: this.closeMatches(name) };
+    // Close matches cost an edit distance per spelling: computed only when a message asks for them.
+    const table = this;
+    let suggestions: readonly Unit[] | undefined;
+    return {
+      kind: "unknown",
+      text,
+      get suggestions() {
+        suggestions ??= table.closeMatches(name);
+        return suggestions;
+      },
+    };
   }
 
   /** Units whose spellings are within a small edit distance of the key (case and separators ignored). */
