@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
+import { MAIN_THREAD_TEXT_BYTES } from "../../src/operations/openapi-audit/contract.ts";
 import { openapiAudit } from "../../src/operations/openapi-audit/index.ts";
 import { closeSharedAuditPool } from "../../src/operations/openapi-audit/pool.ts";
 import { openStore } from "../../src/store/open-store.ts";
@@ -56,37 +57,37 @@ describe("openapi-audit through the local chain", () => {
     const response = await payer.fetch(`${service.url}/v1/openapi-audit`, jsonPost({ contract }));
 
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({
-      openapiVersion: "3.0.3",
-      valid: false,
-      summary: { errors: 2, warnings: 1, info: 0 },
-      findings: [
-        {
-          ruleId: "no-external-refs",
-          severity: "error",
-          message:
-            `external $ref "${remote}/parameters.yaml" was not fetched: this audit reads only the contract it is ` +
-            "sent (never a URL or a file); bundle the contract into one document (e.g. redocly bundle) to audit " +
-            "what it references",
-          pointer: "/paths/~1forecast/get/parameters/0",
-        },
-        {
-          ruleId: "agent-payment-instructions",
-          severity: "error",
-          message: expect.stringMatching(
-            /^GET \/forecast answers 402 Payment Required but does not say how to pay/,
-          ),
-          pointer: "/paths/~1forecast/get/responses/402",
-        },
-        {
-          ruleId: "agent-operation-id",
-          severity: "warning",
-          message: "GET /forecast has no operationId: agents and client generators name the call after it",
-          pointer: "/paths/~1forecast/get",
-        },
-      ],
-      truncated: false,
-    });
+    const body = await response.json();
+    expect(body).toMatchObject({ openapiVersion: "3.0.3", auditedAs: "3.0", valid: false, truncated: false });
+    // One error, found by both engines (Redocly and Spectral each refused to fetch the reference).
+    expect(body.findings.filter((f: { severity: string }) => f.severity === "error")).toEqual([
+      {
+        ruleId: "no-external-refs",
+        severity: "error",
+        message:
+          `external $ref "${remote}/parameters.yaml" was not fetched: this audit reads only the contract it is ` +
+          "sent (never a URL or a file); bundle the contract into one document (e.g. redocly bundle) to audit " +
+          "what it references",
+        pointer: "/paths/~1forecast/get/parameters/0",
+        engines: ["redocly:no-unresolved-refs", "spectral:invalid-ref"],
+      },
+    ]);
+    expect(body.summary.errors).toBe(1);
+    // The API declares no x402: its 402 is a note, not an error.
+    expect(body.findings).toContainEqual(
+      expect.objectContaining({
+        ruleId: "agent-payment-instructions",
+        severity: "info",
+        pointer: "/paths/~1forecast/get/responses/402",
+      }),
+    );
+    expect(body.findings).toContainEqual(
+      expect.objectContaining({
+        ruleId: "agent-operation-id",
+        severity: "warning",
+        engines: ["openapi-audit:agent-operation-id", "spectral:operation-operationId"],
+      }),
+    );
     expect(connections).toBe(0);
 
     const receipt = paymentReceipt(response);
@@ -130,7 +131,7 @@ describe("openapi-audit through the local chain", () => {
       {
         pointer: "/contract/swagger",
         message:
-          'Swagger "2.0" (OpenAPI 2.0) is not supported: send an OpenAPI 3.0 or 3.1 contract ' +
+          'Swagger "2.0" (OpenAPI 2.0) is not supported: send an OpenAPI 3.0, 3.1 or 3.2 contract ' +
           "(convert it first, e.g. with swagger2openapi)",
       },
     ]);
@@ -142,6 +143,35 @@ describe("openapi-audit through the local chain", () => {
     expect(broken.status).toBe(400);
     expect((await broken.json()).errors).toEqual([
       { pointer: "/contract", message: expect.stringMatching(/^the contract text is not valid YAML: /) },
+    ]);
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+
+  it("parses a large YAML contract in the audit worker: audited when valid, a 400 (nothing charged) when not", async () => {
+    // Over the main-thread parse size: only size and version are checked before payment.
+    const large = [
+      "openapi: 3.1.0",
+      "info: {title: Big, version: 1.0.0, license: {name: MIT, identifier: MIT}}",
+      "paths: {}",
+      "x-data:",
+      ...Array.from({ length: 6000 }, (_, i) => `  k${i}: ${i}`),
+    ].join("\n");
+    expect(large.length).toBeGreaterThan(MAIN_THREAD_TEXT_BYTES);
+    const ok = await payer.fetch(`${service.url}/v1/openapi-audit`, jsonPost({ contract: large }));
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ openapiVersion: "3.1.0", auditedAs: "3.1" });
+
+    const before = await balanceOf(payer.address);
+    const duplicate = `${large}\n  k17: again\n`;
+    const refused = await payer.fetch(`${service.url}/v1/openapi-audit`, jsonPost({ contract: duplicate }));
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get("PAYMENT-RESPONSE")).toBeNull();
+    expect((await refused.json()).errors).toEqual([
+      {
+        pointer: "/contract",
+        message:
+          "in the contract text: the contract text is not valid YAML: Map keys must be unique at line 6005, column 3",
+      },
     ]);
     expect(await balanceOf(payer.address)).toBe(before);
   });

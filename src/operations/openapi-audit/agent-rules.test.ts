@@ -200,6 +200,7 @@ describe("agent-examples", () => {
 
 describe("agent-payment-instructions and agent-payment-402", () => {
   const x402Scheme = { type: "apiKey", in: "header", name: "PAYMENT-SIGNATURE" };
+  const schemes = (scheme: unknown) => ({ components: { securitySchemes: { pay: scheme } } });
   const paid = (operation: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     agentFindings(contract({ "/paid": { post: { ...goodOperation(), ...operation } } }, extra)).filter((f) =>
       f.ruleId.startsWith("agent-payment"),
@@ -208,8 +209,21 @@ describe("agent-payment-instructions and agent-payment-402", () => {
     responses: { ...goodOperation().responses, "402": response },
   });
 
-  it("reports a 402 response that does not say how to pay, at the 402 response", () => {
+  it("a 402 that does not say how to pay is a note where the API does not declare x402 (a business refusal)", () => {
     expect(paid(with402())).toEqual([
+      {
+        ruleId: "agent-payment-instructions",
+        pointer: "/paths/~1paid/post/responses/402",
+        severity: "info",
+        message: expect.stringMatching(
+          /^note: POST \/paid answers 402 but the API does not declare x402 anywhere, so this 402 is read as the API's own refusal/,
+        ),
+      },
+    ]);
+  });
+
+  it("reports a 402 response that does not say how to pay, at the 402 response, where the API declares x402", () => {
+    expect(paid(with402(), schemes(x402Scheme))).toEqual([
       {
         ruleId: "agent-payment-instructions",
         pointer: "/paths/~1paid/post/responses/402",
@@ -230,7 +244,6 @@ describe("agent-payment-instructions and agent-payment-402", () => {
   });
 
   it("accepts a payment security scheme that applies (operation or document security, any letter case)", () => {
-    const schemes = (scheme: unknown) => ({ components: { securitySchemes: { pay: scheme } } });
     expect(paid({ ...with402(), security: [{ pay: [] }] }, schemes(x402Scheme))).toEqual([]);
     expect(paid(with402(), { security: [{ pay: [] }], ...schemes(x402Scheme) })).toEqual([]);
     expect(

@@ -24,7 +24,9 @@ export const AGENT_RULES = {
     recommended: "error",
     meaning:
       "a paid operation (it declares a 402 response) does not say how to pay: no x-payment-info, no payment " +
-      "security scheme (apiKey in header PAYMENT-SIGNATURE or X-PAYMENT), no described PAYMENT-REQUIRED header on the 402",
+      "security scheme (apiKey in header PAYMENT-SIGNATURE or X-PAYMENT), no described PAYMENT-REQUIRED header on the 402. " +
+      "An error only where the API declares x402 somewhere (any of those, or an x-x402 extension); elsewhere a 402 " +
+      'may be a business refusal (Rebilly\'s "Contact cannot be deleted") and the finding is a note (info) in both rulesets',
   },
   "agent-payment-402": {
     recommended: "warning",
@@ -39,9 +41,11 @@ export interface AgentFinding {
   ruleId: AgentRuleId;
   message: string;
   pointer: string;
+  /** Set when the finding is a note whatever the ruleset (a 402 in an API that does not declare x402). */
+  severity?: "info";
 }
 
-const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
+const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace", "query"] as const;
 const PAYMENT_HEADERS = new Set(["payment-signature", "x-payment"]);
 const MAX_REF_HOPS = 32;
 
@@ -168,25 +172,64 @@ function describesPaymentRequiredHeader(document: ContractDocument, response: Lo
   });
 }
 
-/** Runs every agent rule over the operations under `paths` (webhooks are called by the API, not by agents). */
-export function agentFindings(document: ContractDocument): AgentFinding[] {
-  const findings: AgentFinding[] = [];
+interface LocatedOperation {
+  operation: Record<string, unknown>;
+  pointer: string;
+  label: string;
+}
+
+/** Operations under `paths` (webhooks are called by the API, not by agents); `query` is OpenAPI 3.2's. */
+function operationsOf(document: ContractDocument): LocatedOperation[] {
+  const operations: LocatedOperation[] = [];
   const paths = document.paths;
-  if (!isPlainObject(paths)) return findings;
+  if (!isPlainObject(paths)) return operations;
   for (const path of Object.keys(paths)) {
     const item = resolveLocal(document, paths[path], child("/paths", path));
     if (!item || !isPlainObject(item.node)) continue;
     for (const method of METHODS) {
       const operation = item.node[method];
       if (!isPlainObject(operation)) continue;
-      checkOperation(
-        document,
+      operations.push({
         operation,
-        child(item.pointer, method),
-        `${method.toUpperCase()} ${path}`,
-        findings,
-      );
+        pointer: child(item.pointer, method),
+        label: `${method.toUpperCase()} ${path}`,
+      });
     }
+  }
+  return operations;
+}
+
+/**
+ * Whether the API says anywhere that it takes x402 payments: an x-x402 extension (root or info), an
+ * operation with x-payment-info, a payment security scheme, or a 402 response that describes the
+ * PAYMENT-REQUIRED header. Only then is a 402 without payment instructions an error.
+ */
+export function declaresX402(document: ContractDocument, operations = operationsOf(document)): boolean {
+  if (Object.hasOwn(document, "x-x402")) return true;
+  if (isPlainObject(document.info) && Object.hasOwn(document.info, "x-x402")) return true;
+  const components = isPlainObject(document.components) ? document.components : {};
+  const schemes = isPlainObject(components.securitySchemes) ? components.securitySchemes : {};
+  for (const name of Object.keys(schemes)) {
+    const scheme = resolveLocal(document, schemes[name], child("/components/securitySchemes", name))?.node;
+    if (isPaymentScheme(scheme)) return true;
+  }
+  for (const { operation, pointer } of operations) {
+    if (isPlainObject(operation["x-payment-info"])) return true;
+    const responses = isPlainObject(operation.responses) ? operation.responses : {};
+    if (!Object.hasOwn(responses, "402")) continue;
+    const at = child(child(pointer, "responses"), "402");
+    if (describesPaymentRequiredHeader(document, resolveLocal(document, responses["402"], at))) return true;
+  }
+  return false;
+}
+
+/** Runs every agent rule over the operations under `paths`. */
+export function agentFindings(document: ContractDocument): AgentFinding[] {
+  const findings: AgentFinding[] = [];
+  const operations = operationsOf(document);
+  const x402 = declaresX402(document, operations);
+  for (const { operation, pointer, label } of operations) {
+    checkOperation(document, operation, pointer, label, x402, findings);
   }
   return findings;
 }
@@ -196,10 +239,11 @@ function checkOperation(
   operation: Record<string, unknown>,
   at: string,
   label: string,
+  x402: boolean,
   findings: AgentFinding[],
 ): void {
-  const report = (ruleId: AgentRuleId, pointer: string, message: string) =>
-    findings.push({ ruleId, pointer, message });
+  const report = (ruleId: AgentRuleId, pointer: string, message: string, note?: boolean) =>
+    findings.push({ ruleId, pointer, message, ...(note ? { severity: "info" as const } : {}) });
   const responses = isPlainObject(operation.responses) ? operation.responses : undefined;
   const codes = responses ? Object.keys(responses) : [];
   const responsesAt = responses ? child(at, "responses") : at;
@@ -250,13 +294,24 @@ function checkOperation(
     const responseAt = child(responsesAt, "402");
     const response = resolveLocal(document, (responses as Record<string, unknown>)["402"], responseAt);
     if (!hasPaymentInfo && !paymentScheme && !describesPaymentRequiredHeader(document, response)) {
-      report(
-        "agent-payment-instructions",
-        responseAt,
-        `${label} answers 402 Payment Required but does not say how to pay: add an x-payment-info object ` +
-          "(price, network, asset, payTo), a payment security scheme (apiKey in header PAYMENT-SIGNATURE " +
-          "or X-PAYMENT), or a described PAYMENT-REQUIRED header on the 402 response",
-      );
+      const howToPay =
+        "an x-payment-info object (price, network, asset, payTo), a payment security scheme (apiKey in header " +
+        "PAYMENT-SIGNATURE or X-PAYMENT), or a described PAYMENT-REQUIRED header on the 402 response";
+      if (x402) {
+        report(
+          "agent-payment-instructions",
+          responseAt,
+          `${label} answers 402 Payment Required but does not say how to pay: add ${howToPay}`,
+        );
+      } else {
+        report(
+          "agent-payment-instructions",
+          responseAt,
+          `note: ${label} answers 402 but the API does not declare x402 anywhere, so this 402 is read as the ` +
+            `API's own refusal, not a payment challenge; if it is one, add ${howToPay}`,
+          true,
+        );
+      }
     }
   } else if (hasPaymentInfo || paymentScheme) {
     report(

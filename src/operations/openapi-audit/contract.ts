@@ -1,8 +1,14 @@
 import YAML from "yaml";
 import { checkJsonStructure } from "../../http/read-input.ts";
 
-/** A contract larger than this (UTF-8 bytes of the text, or of an object's JSON text) is a 400. */
-export const MAX_CONTRACT_BYTES = 1024 * 1024;
+/** A contract larger than this (UTF-8 bytes of the text, or of an object's JSON text) is a 400 (Twilio's api_v2010 is 1.87 MB). */
+export const MAX_CONTRACT_BYTES = 4 * 1024 * 1024;
+/**
+ * A text contract up to this size is parsed on the main thread before payment (a syntax error is a 400
+ * before anything is asked for). A larger one could keep the event loop busy for longer than 50 ms, so it
+ * is parsed in the audit worker: its errors are then a 400 after the payment is verified, still never charged.
+ */
+export const MAIN_THREAD_TEXT_BYTES = 32 * 1024;
 /** Deeper nesting is a 400: Redocly walks recursively, and a YAML alias cycle would never end. */
 export const MAX_CONTRACT_DEPTH = 100;
 /** More JSON values than this is a 400 (bounds what YAML aliases can expand to). */
@@ -23,9 +29,10 @@ export interface ContractIssue {
  * It serialises (toJSON) as what the client sent, so request hashes and logs see the request itself.
  */
 export class ParsedContract {
+  readonly deferred = false;
   constructor(
     readonly document: ContractDocument,
-    readonly openapiVersion: "3.0" | "3.1",
+    readonly openapiVersion: "3.0" | "3.1" | "3.2",
     readonly openapi: string,
     private readonly sent: ContractDocument | string,
   ) {}
@@ -35,15 +42,38 @@ export class ParsedContract {
   }
 }
 
+/** A text contract too large to parse on the main thread: the audit worker parses and checks it. */
+export class DeferredContract {
+  readonly deferred = true;
+  constructor(readonly text: string) {}
+
+  toJSON(): string {
+    return this.text;
+  }
+}
+
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
-const OPENAPI_VERSION = /^3\.([01])\.\d+(?:-[0-9A-Za-z.-]+)?$/;
+const OPENAPI_VERSION = /^3\.([012])\.\d+(?:-[0-9A-Za-z.-]+)?$/;
 
-/** Parses and checks a contract (object, or JSON/YAML text) before any payment is asked for. */
+/**
+ * Parses and checks a contract (object, or JSON/YAML text) before any payment is asked for. On the
+ * main thread a text larger than MAIN_THREAD_TEXT_BYTES only gets checks that take linear time with a
+ * small constant (size, a version it names), and comes back deferred; the worker (`inWorker`) parses it.
+ */
+export function parseContract(
+  value: string,
+  options: { inWorker: true },
+): { ok: true; contract: ParsedContract } | { ok: false; issues: ContractIssue[] };
 export function parseContract(
   value: ContractDocument | string,
-): { ok: true; contract: ParsedContract } | { ok: false; issues: ContractIssue[] } {
+  options?: { inWorker?: boolean },
+): { ok: true; contract: ParsedContract | DeferredContract } | { ok: false; issues: ContractIssue[] };
+export function parseContract(
+  value: ContractDocument | string,
+  options: { inWorker?: boolean } = {},
+): { ok: true; contract: ParsedContract | DeferredContract } | { ok: false; issues: ContractIssue[] } {
   const fail = (message: string, path: (string | number)[] = []) => ({
     ok: false as const,
     issues: [{ path, message }],
@@ -54,6 +84,12 @@ export function parseContract(
     const bytes = Buffer.byteLength(value, "utf8");
     if (bytes > MAX_CONTRACT_BYTES) {
       return fail(`the contract is ${bytes} bytes; the limit is ${MAX_CONTRACT_BYTES} bytes`);
+    }
+    if (!options.inWorker && bytes > MAIN_THREAD_TEXT_BYTES) {
+      const refused = precheckText(value);
+      return refused
+        ? fail(`in the contract text: ${refused}`)
+        : { ok: true, contract: new DeferredContract(value) };
     }
     const parsed = parseText(value);
     if ("error" in parsed) return fail(parsed.error);
@@ -80,6 +116,66 @@ export function parseContract(
   return { ok: true, contract: new ParsedContract(doc, version.major, version.openapi, value) };
 }
 
+const YAML_VERSION = /^openapi[ \t]*:[ \t]*["']?([^"'\s#]*)/m;
+const JSON_VERSION = /"openapi"\s*:\s*"([^"]*)"/;
+const YAML_SWAGGER = /^swagger[ \t]*:[ \t]*["']?([^"'\s#]*)/m;
+const JSON_SWAGGER = /"swagger"\s*:\s*"([^"]*)"/;
+
+/**
+ * What can be refused about a large text without parsing it (a few regular-expression scans, linear):
+ * a version the audit does not take, where the text names one. Everything else is checked in the worker.
+ */
+function precheckText(text: string): string | undefined {
+  if (text.trim() === "") return "the contract text is empty";
+  const json = /^\s*[{[]/.test(text.startsWith("\uFEFF") ? text.slice(1) : text);
+  const version = (json ? JSON_VERSION : YAML_VERSION).exec(text)?.[1];
+  if (version !== undefined) {
+    return OPENAPI_VERSION.test(version)
+      ? undefined
+      : `OpenAPI ${JSON.stringify(version)} is not supported: only 3.0.x, 3.1.x and 3.2.x are audited`;
+  }
+  const swagger = (json ? JSON_SWAGGER : YAML_SWAGGER).exec(text)?.[1];
+  if (swagger !== undefined) {
+    return (
+      `Swagger ${JSON.stringify(swagger)} (OpenAPI 2.0) is not supported: send an OpenAPI 3.0, 3.1 or 3.2 ` +
+      "contract (convert it first, e.g. with swagger2openapi)"
+    );
+  }
+  return undefined;
+}
+
+/**
+ * YAML with duplicate keys refused in linear time. The yaml package's own `uniqueKeys` check compares
+ * each key with every earlier key of its mapping: 85,000 keys took 68 s. Here each mapping's keys go
+ * into a Set instead.
+ */
+function parseYaml(source: string): unknown {
+  const lineCounter = new YAML.LineCounter();
+  const document = YAML.parseDocument(source, { merge: true, uniqueKeys: false, lineCounter });
+  const first = document.errors[0];
+  if (first) throw first;
+  let duplicate: Error | undefined;
+  YAML.visit(document, {
+    Map(_, map) {
+      const keys = new Set<string>();
+      for (const pair of map.items) {
+        const key = pair.key;
+        const name = YAML.isScalar(key) ? String(key.value) : String(key);
+        if (name === "<<" && YAML.isScalar(key)) continue;
+        if (keys.has(name)) {
+          const at = lineCounter.linePos((YAML.isNode(key) ? key.range?.[0] : undefined) ?? 0);
+          duplicate = new Error(`Map keys must be unique at line ${at.line}, column ${at.col}`);
+          return YAML.visit.BREAK;
+        }
+        keys.add(name);
+      }
+      return undefined;
+    },
+  });
+  if (duplicate) throw duplicate;
+  return document.toJS({ maxAliasCount: MAX_YAML_ALIASES });
+}
+
 function parseText(text: string): { value: unknown } | { error: string } {
   const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
   if (source.trim() === "") return { error: "the contract text is empty" };
@@ -97,9 +193,7 @@ function parseText(text: string): { value: unknown } | { error: string } {
     }
   }
   try {
-    return {
-      value: YAML.parse(source, { merge: true, maxAliasCount: MAX_YAML_ALIASES, uniqueKeys: true }),
-    };
+    return { value: parseYaml(source) };
   } catch (error) {
     if (jsonError !== undefined) return { error: `the contract text is not valid JSON: ${jsonError}` };
     // The yaml package appends a code frame after the first line; the first line has the position.
@@ -156,26 +250,26 @@ function checkShape(root: unknown): ContractIssue | undefined {
 
 function checkVersion(
   doc: ContractDocument,
-): { major: "3.0" | "3.1"; openapi: string } | { message: string; path: string[] } {
+): { major: "3.0" | "3.1" | "3.2"; openapi: string } | { message: string; path: string[] } {
   if (Object.hasOwn(doc, "swagger")) {
     return {
       path: ["swagger"],
       message:
-        `Swagger ${JSON.stringify(doc.swagger)} (OpenAPI 2.0) is not supported: send an OpenAPI 3.0 or 3.1 ` +
+        `Swagger ${JSON.stringify(doc.swagger)} (OpenAPI 2.0) is not supported: send an OpenAPI 3.0, 3.1 or 3.2 ` +
         "contract (convert it first, e.g. with swagger2openapi)",
     };
   }
   if (Object.hasOwn(doc, "asyncapi")) {
     return {
       path: ["asyncapi"],
-      message: "AsyncAPI documents are not supported: send an OpenAPI 3.0 or 3.1 contract",
+      message: "AsyncAPI documents are not supported: send an OpenAPI 3.0, 3.1 or 3.2 contract",
     };
   }
   const openapi = doc.openapi;
   if (openapi === undefined) {
     return {
       path: ["openapi"],
-      message: 'not an OpenAPI document: the "openapi" field (3.0.x or 3.1.x) is missing',
+      message: 'not an OpenAPI document: the "openapi" field (3.0.x, 3.1.x or 3.2.x) is missing',
     };
   }
   if (typeof openapi !== "string") {
@@ -188,8 +282,8 @@ function checkVersion(
   if (!match) {
     return {
       path: ["openapi"],
-      message: `OpenAPI ${JSON.stringify(openapi)} is not supported: only 3.0.x and 3.1.x are audited`,
+      message: `OpenAPI ${JSON.stringify(openapi)} is not supported: only 3.0.x, 3.1.x and 3.2.x are audited`,
     };
   }
-  return { major: match[1] === "0" ? "3.0" : "3.1", openapi };
+  return { major: `3.${match[1]}` as "3.0" | "3.1" | "3.2", openapi };
 }

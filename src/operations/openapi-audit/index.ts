@@ -8,15 +8,13 @@ import {
   OpenApiAuditResponse,
 } from "./schema.ts";
 
-/** A contract of up to 1 MiB sent as text grows when escaped into a JSON string: room for that. */
-const MAX_BODY_BYTES = 2 * 1024 * 1024;
+/** A contract of up to 4 MiB sent as text grows when escaped into a JSON string (\n, \"): room for that. */
+const MAX_BODY_BYTES = 5 * 1024 * 1024;
 
-export const auditJob = (input: OpenApiAuditInput): AuditJob => ({
-  document: input.contract.document,
-  openapi: input.contract.openapi,
-  ruleset: input.ruleset,
-  maxFindings: input.maxFindings,
-});
+export const auditJob = ({ contract, ruleset, maxFindings }: OpenApiAuditInput): AuditJob =>
+  contract.deferred
+    ? { text: contract.text, ruleset, maxFindings }
+    : { document: contract.document, openapi: contract.openapi, ruleset, maxFindings };
 
 /** Runs one validated request in the worker pool; every failure is a Problem, so nothing is charged. */
 export const runAudit = (
@@ -28,13 +26,24 @@ const TIME_LIMIT = `${DEFAULT_AUDIT_POOL_OPTIONS.timeLimitMs / 1000} s`;
 
 const EXAMPLE_CONTRACT = {
   openapi: "3.1.0",
-  info: { title: "Weather", version: "1.0.0", license: { name: "MIT", identifier: "MIT" } },
+  info: {
+    title: "Weather",
+    version: "1.0.0",
+    description: "Forecasts, paid per call with x402.",
+    contact: { url: "https://weather.test/support" },
+    license: { name: "MIT", identifier: "MIT" },
+  },
   servers: [{ url: "https://api.weather.test" }],
+  tags: [{ name: "forecast", description: "Forecasts" }],
+  // The payment scheme is declared but not applied to the operation: its 402 does not say how to pay.
   security: [],
+  components: { securitySchemes: { x402: { type: "apiKey", in: "header", name: "PAYMENT-SIGNATURE" } } },
   paths: {
     "/forecast": {
       get: {
         summary: "Forecast for a city",
+        description: "The next 24 hours for one city.",
+        tags: ["forecast"],
         parameters: [{ name: "city", in: "query", required: true, schema: { type: "string" } }],
         responses: {
           "200": {
@@ -56,11 +65,12 @@ export const openapiAudit = defineOperation({
   kind: "sync",
   summary: "Audit an inline OpenAPI 3.0/3.1 contract",
   description:
-    "Lints an inline OpenAPI 3.0 or 3.1 contract (object, JSON or YAML text, up to 1 MiB) with Redocly's " +
-    "recommended (or recommended-strict) rules plus checks that matter to agents (operationId, 4xx responses, " +
-    "examples, how to pay for a paid operation), and returns bounded, machine-readable findings (rule, " +
-    "severity, JSON Pointer), sorted by severity then pointer. External $refs are never fetched: each one is " +
-    `a no-external-refs finding. Each audit runs in a worker thread with a ${TIME_LIMIT} time limit.`,
+    "Lints an inline OpenAPI 3.0, 3.1 or 3.2 contract (object, JSON or YAML text, up to 4 MiB) with Redocly's " +
+    "recommended (or recommended-strict) rules and Spectral's OpenAPI ruleset side by side, plus checks that " +
+    "matter to agents (operationId, 4xx responses, examples, how to pay where the API declares x402), and " +
+    "returns bounded, machine-readable findings (rule, severity, JSON Pointer, the engines that found it), one " +
+    "per problem, sorted by severity then pointer. External $refs are never fetched or read: each one is a " +
+    `no-external-refs finding. Each audit runs in a worker thread with a ${TIME_LIMIT} time limit.`,
   tags: ["api"],
   inputFrom: "body",
   input: OpenApiAuditRequest,
@@ -73,31 +83,40 @@ export const openapiAudit = defineOperation({
     input: { contract: EXAMPLE_CONTRACT, maxFindings: 100, ruleset: "recommended" },
     output: {
       openapiVersion: "3.1.0",
+      auditedAs: "3.1",
       valid: false,
-      summary: { errors: 1, warnings: 1, info: 1 },
+      summary: { errors: 1, warnings: 2, info: 1 },
       findings: [
         {
           ruleId: "agent-payment-instructions",
           severity: "error",
           message:
-            "GET /forecast answers 402 Payment Required but does not say how to pay: add an x-payment-info " +
-            "object (price, network, asset, payTo), a payment security scheme (apiKey in header " +
-            "PAYMENT-SIGNATURE or X-PAYMENT), or a described PAYMENT-REQUIRED header on the 402 response",
+            "GET /forecast answers 402 Payment Required but does not say how to pay: add an x-payment-info object (price, network, asset, payTo), a payment security scheme (apiKey in header PAYMENT-SIGNATURE or X-PAYMENT), or a described PAYMENT-REQUIRED header on the 402 response",
           pointer: "/paths/~1forecast/get/responses/402",
+          engines: ["openapi-audit:agent-payment-instructions"],
+        },
+        {
+          ruleId: "no-unused-components",
+          severity: "warning",
+          message: 'Security scheme: "x402" is never used.',
+          pointer: "/components/securitySchemes/x402",
+          docsUrl: "https://redocly.com/docs/cli/rules/oas/no-unused-components",
+          engines: ["redocly:no-unused-components"],
         },
         {
           ruleId: "agent-operation-id",
           severity: "warning",
           message: "GET /forecast has no operationId: agents and client generators name the call after it",
           pointer: "/paths/~1forecast/get",
+          engines: ["openapi-audit:agent-operation-id", "spectral:operation-operationId"],
         },
         {
           ruleId: "agent-examples",
           severity: "info",
           message:
-            "GET /forecast: response 200 has no example (example or examples on a media type, or an example " +
-            "on its schema)",
+            "GET /forecast: response 200 has no example (example or examples on a media type, or an example on its schema)",
           pointer: "/paths/~1forecast/get/responses/200",
+          engines: ["openapi-audit:agent-examples"],
         },
       ],
       truncated: false,

@@ -5,10 +5,14 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { BaseResolver, createConfig, lintDocument, Source } from "@redocly/openapi-core";
+import { Document, type RulesetDefinition, Spectral } from "@stoplight/spectral-core";
+import SpectralParsers from "@stoplight/spectral-parsers";
+import { oas } from "@stoplight/spectral-rulesets";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditDocument } from "./audit.ts";
 import type { ContractDocument } from "./contract.ts";
 import { AuditPool } from "./pool.ts";
+import { spectralFindings } from "./spectral.ts";
 
 /**
  * openapi-audit never opens a connection and never reads a file for a $ref. Every remote
@@ -149,6 +153,44 @@ describe("openapi-audit reads nothing but the contract", () => {
     expect(connections).toBeGreaterThan(before);
   });
 
+  it("the contract is a fair test for Spectral too: with its default resolver it connects to the listener", async () => {
+    const { contract } = contractFullOfRefs();
+    const remoteOnly = {
+      ...contract,
+      paths: { "/remote": (contract.paths as any)["/remote"] },
+      components: {},
+    };
+    const spectral = new Spectral(); // default: createHttpAndFileResolver()
+    spectral.setRuleset(oas as RulesetDefinition);
+    const Parsers = SpectralParsers as unknown as typeof import("@stoplight/spectral-parsers");
+    const before = connections;
+    await spectral.run(new Document(JSON.stringify(remoteOnly), Parsers.Json, "/contract.json"));
+    expect(connections).toBeGreaterThan(before);
+  });
+
+  it("Spectral under the audit's resolver: zero connections, the FIFO never opened, every $ref refused", async () => {
+    const { contract, external } = contractFullOfRefs();
+    const before = connections;
+    const findings = await spectralFindings(contract, "/contract-spectral.json");
+    expect(connections).toBe(before);
+    expect(fifoHasReader()).toBe(false);
+    const refused = findings.filter((f) => f.ruleId === "no-external-refs");
+    // Spectral reports one failure per document it was refused (the five references into the FIFO are one
+    // document) and does not follow a discriminator mapping; Redocly reports every reference (above).
+    expect(refused.map((f) => f.pointer).sort()).toEqual([
+      "/components/links/self",
+      "/components/schemas/Local/properties/nested/items",
+      "/components/schemas/Local/properties/remote",
+      "/components/securitySchemes/key",
+      "/paths/~1pets/post/callbacks/onEvent",
+      "/paths/~1pets/post/parameters/0",
+      "/paths/~1pets/post/requestBody",
+      "/paths/~1remote",
+    ]);
+    expect(external).toBe(13);
+    for (const finding of refused) expect(finding.engine).toBe("spectral:invalid-ref");
+  });
+
   it("in-process: zero connections, the FIFO never opened, every external $ref a finding", async () => {
     const { contract, external } = contractFullOfRefs();
     const before = connections;
@@ -162,7 +204,12 @@ describe("openapi-audit reads nothing but the contract", () => {
     expect(fifoHasReader()).toBe(false);
     const refused = result.findings.filter((f) => f.ruleId === "no-external-refs");
     expect(refused).toHaveLength(external);
-    for (const finding of refused) expect(finding.message).toMatch(/^external \$ref ".+" was not fetched/);
+    for (const finding of refused) {
+      expect(finding.message).toMatch(/^external \$ref ".+" was not fetched/);
+      expect(finding.engines).toContain("redocly:no-unresolved-refs");
+    }
+    // Both engines ran and refused (one finding per reference, naming both where both saw it).
+    expect(refused.filter((f) => f.engines.includes("spectral:invalid-ref")).length).toBeGreaterThan(0);
     expect(refused.map((f) => f.pointer)).toEqual([
       "/components/links/self",
       "/components/schemas/Local/properties/nested/items",

@@ -1,6 +1,6 @@
 import os from "node:os";
 import { Worker } from "node:worker_threads";
-import { Problem } from "../../problem.ts";
+import { invalidRequest, Problem } from "../../problem.ts";
 import type { AuditJob } from "./audit.ts";
 import type { OpenApiAuditOutput } from "./schema.ts";
 import type { WorkerReply, WorkerRequest } from "./worker.ts";
@@ -227,7 +227,11 @@ export class AuditPool {
     slot.running = undefined;
     slot.worker.unref();
     if (reply.type === "done") running.waiting.resolve(reply.result);
-    else running.waiting.reject(auditFailed(reply.message));
+    else if (reply.type === "invalid") {
+      running.waiting.reject(
+        invalidRequest([{ pointer: "/contract", message: `in the contract text: ${reply.message}` }]),
+      );
+    } else running.waiting.reject(auditFailed(reply.message));
     this.pump();
   }
 

@@ -21,13 +21,15 @@ describe("openapi-audit request: the contract", () => {
   it("accepts an object, JSON text and YAML text, and gives the same parsed document", () => {
     const yaml = "openapi: 3.1.0\ninfo:\n  title: T\n  version: '1'\npaths: {}\n";
     for (const contract of [minimal, JSON.stringify(minimal), yaml, `\uFEFF${yaml}`]) {
-      const { contract: parsed } = accepted({ contract });
+      const parsed = accepted({ contract }).contract as ParsedContract;
       expect(parsed).toBeInstanceOf(ParsedContract);
       expect(parsed.document).toEqual(minimal);
       expect(parsed.openapi).toBe("3.1.0");
       expect(parsed.openapiVersion).toBe("3.1");
     }
-    expect(accepted({ contract: { ...minimal, openapi: "3.0.3" } }).contract.openapiVersion).toBe("3.0");
+    expect(
+      (accepted({ contract: { ...minimal, openapi: "3.0.3" } }).contract as ParsedContract).openapiVersion,
+    ).toBe("3.0");
   });
 
   it("applies the defaults: 100 findings, the recommended ruleset", () => {
@@ -49,7 +51,7 @@ describe("openapi-audit request: the contract", () => {
       {
         pointer: "/contract/swagger",
         message: expect.stringMatching(
-          /^Swagger "2\.0" \(OpenAPI 2\.0\) is not supported: send an OpenAPI 3\.0 or 3\.1/,
+          /^Swagger "2\.0" \(OpenAPI 2\.0\) is not supported: send an OpenAPI 3\.0, 3\.1 or 3\.2/,
         ),
       },
     ]);
@@ -61,18 +63,22 @@ describe("openapi-audit request: the contract", () => {
   it("rejects other versions and documents that are not OpenAPI", () => {
     const cases: [unknown, string, RegExp][] = [
       [
-        { ...minimal, openapi: "3.2.0" },
+        { ...minimal, openapi: "4.0.0" },
         "/contract/openapi",
-        /OpenAPI "3\.2\.0" is not supported: only 3\.0\.x and 3\.1\.x/,
+        /OpenAPI "4\.0\.0" is not supported: only 3\.0\.x, 3\.1\.x and 3\.2\.x/,
       ],
-      [{ ...minimal, openapi: "2.0" }, "/contract/openapi", /only 3\.0\.x and 3\.1\.x/],
-      [{ ...minimal, openapi: "3.1" }, "/contract/openapi", /only 3\.0\.x and 3\.1\.x/],
+      [{ ...minimal, openapi: "2.0" }, "/contract/openapi", /only 3\.0\.x, 3\.1\.x and 3\.2\.x/],
+      [{ ...minimal, openapi: "3.1" }, "/contract/openapi", /only 3\.0\.x, 3\.1\.x and 3\.2\.x/],
       [
         { ...minimal, openapi: 3.1 },
         "/contract/openapi",
         /must be a version string such as "3\.1\.0", not a number/,
       ],
-      [{ info: {}, paths: {} }, "/contract/openapi", /the "openapi" field \(3\.0\.x or 3\.1\.x\) is missing/],
+      [
+        { info: {}, paths: {} },
+        "/contract/openapi",
+        /the "openapi" field \(3\.0\.x, 3\.1\.x or 3\.2\.x\) is missing/,
+      ],
       [{ asyncapi: "2.6.0" }, "/contract/asyncapi", /AsyncAPI documents are not supported/],
       ["openapi: 3.1\ninfo: {}\n", "/contract", /not a number \(quote it in YAML\)/],
     ];
@@ -143,13 +149,17 @@ describe("openapi-audit request: the contract", () => {
     expect(fieldErrors({ contract: `openapi: 3.1.0\ninfo:\n  description: ${padding}\n` })).toEqual([
       {
         pointer: "/contract",
-        message: expect.stringMatching(/^the contract is \d+ bytes; the limit is 1048576 bytes$/),
+        message: expect.stringMatching(
+          new RegExp(`^the contract is \\d+ bytes; the limit is ${MAX_CONTRACT_BYTES} bytes$`),
+        ),
       },
     ]);
     expect(fieldErrors({ contract: { ...minimal, info: { title: padding, version: "1" } } })).toEqual([
       {
         pointer: "/contract",
-        message: expect.stringMatching(/^the contract is \d+ bytes as JSON; the limit is 1048576 bytes$/),
+        message: expect.stringMatching(
+          new RegExp(`^the contract is \\d+ bytes as JSON; the limit is ${MAX_CONTRACT_BYTES} bytes$`),
+        ),
       },
     ]);
     // Multi-byte characters count as their UTF-8 bytes.

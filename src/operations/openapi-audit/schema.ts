@@ -65,6 +65,14 @@ export const Finding = z
       .string()
       .meta({ description: "JSON Pointer (RFC 6901) into the contract; empty for the root." }),
     docsUrl: z.url().optional(),
+    engines: z
+      .array(z.string())
+      .min(1)
+      .meta({
+        description:
+          'Who found it, as "<engine>:<its rule id>": redocly, spectral or openapi-audit (the agent and contract ' +
+          "rules). A problem several engines report at the same pointer is one finding listing them all.",
+      }),
   })
   .meta({ id: "OpenApiAuditFinding" });
 export type Finding = z.output<typeof Finding>;
@@ -72,6 +80,9 @@ export type Finding = z.output<typeof Finding>;
 export const OpenApiAuditResponse = z
   .strictObject({
     openapiVersion: z.string().meta({ description: 'The contract\'s "openapi" field, e.g. "3.1.0".' }),
+    auditedAs: z.enum(["3.0", "3.1"]).meta({
+      description: "The rule set the contract was audited with: 3.1 for OpenAPI 3.1 and 3.2 documents.",
+    }),
     valid: z.boolean().meta({ description: "True when the audit found no error." }),
     summary: z
       .strictObject({ errors: z.int().min(0), warnings: z.int().min(0), info: z.int().min(0) })
