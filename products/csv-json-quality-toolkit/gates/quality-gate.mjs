@@ -1,44 +1,104 @@
 #!/usr/bin/env node
-// Acceptance gate for a data file, for CI: every rule of the gate file must hold.
-// usage: node gates/quality-gate.mjs <data file> --gate <gate.json>
+// Acceptance gate for a data file, for CI: every rule of the gate file must hold. Streams the file
+// once, whatever its length (memory grows only with the distinct keys of `keyColumns`).
+// usage: node gates/quality-gate.mjs <data file> --gate <gate.json> [--delimiter ;] [--progress|--quiet]
 // gate.json: { "schema": "path relative to the gate file", "minRows": 1, "maxRows": 100000,
 //   "keyColumns": ["id"], "maxDuplicateRate": 0, "requiredColumns": ["id"],
-//   "maxBlankRate": { "email": 0.05 }, "maxInvalidRate": 0 }
-// exit 0 pass, 1 fail (the report names each failed rule), 2 usage error
-import fs from "node:fs";
+//   "maxBlankRate": { "email": 0.05 }, "maxInvalidRate": 0, "delimiter": ";" }
+// A gate file that is missing, not JSON, has no rule or an unknown key is a wrong call.
+// exit 0 pass, 1 fail (the report names each failed rule), 2 wrong call
 import path from "node:path";
-import { EXIT, loadRows, parseArgs, usage } from "../lib/load.mjs";
-import { dedupeRows, profileRows, validateRows } from "../lib/quality.mjs";
+import { EXIT, parseCliArgs, runCli, UsageError } from "../lib/cli.mjs";
+import { createDeduper, createRowValidator } from "../lib/quality.mjs";
+import { delimiterOption, formatOf, readJsonFile, readRows } from "../lib/rows.mjs";
+import { checkSchema } from "../lib/schema.mjs";
 
-const { positional, options } = parseArgs(process.argv.slice(2));
-if (positional.length !== 1 || !options.gate) usage("usage: node gates/quality-gate.mjs <data file> --gate <gate.json>");
-const gate = JSON.parse(fs.readFileSync(options.gate, "utf8"));
-const { rows, columns, problems, format } = loadRows(positional[0]);
-const rules = [];
-const rule = (name, ok, detail) => rules.push({ rule: name, ok, detail });
+const USAGE = "usage: node gates/quality-gate.mjs <data file> --gate <gate.json> [--delimiter C] [--progress|--quiet]";
+const RULES = ["schema", "minRows", "maxRows", "keyColumns", "maxDuplicateRate", "requiredColumns", "maxBlankRate", "maxInvalidRate"];
+const OTHER_KEYS = ["delimiter", "description", "$comment"];
 
-rule("file parses cleanly", problems.length === 0, `${problems.length} parse problem(s)`);
-if (gate.minRows !== undefined) rule(`at least ${gate.minRows} rows`, rows.length >= gate.minRows, `${rows.length} rows`);
-if (gate.maxRows !== undefined) rule(`at most ${gate.maxRows} rows`, rows.length <= gate.maxRows, `${rows.length} rows`);
-for (const name of gate.requiredColumns ?? []) rule(`column ${name} present`, columns.includes(name), columns.join(", "));
-if (gate.keyColumns) {
-  const { duplicates } = dedupeRows(rows, gate.keyColumns);
-  const rate = rows.length === 0 ? 0 : duplicates.length / rows.length;
-  rule(`duplicate rate on ${gate.keyColumns.join("+")} ≤ ${gate.maxDuplicateRate ?? 0}`, rate <= (gate.maxDuplicateRate ?? 0), `${duplicates.length} duplicate row(s)`);
-}
-if (gate.maxBlankRate) {
-  const profile = profileRows(rows, Object.keys(gate.maxBlankRate));
-  for (const column of profile.columns) {
-    const limit = gate.maxBlankRate[column.name];
-    rule(`blank rate of ${column.name} ≤ ${limit}`, column.blankRate <= limit, `${column.blankRate}`);
+/** The gate file, checked: every key known, every value of the right kind, at least one rule. */
+function readGate(file) {
+  const gate = readJsonFile(file, "gate file");
+  const wrong = (message) => new UsageError(`the gate file ${file}: ${message}`);
+  if (gate === null || typeof gate !== "object" || Array.isArray(gate)) throw wrong("must be a JSON object");
+  const unknown = Object.keys(gate).filter((key) => !RULES.includes(key) && !OTHER_KEYS.includes(key));
+  if (unknown.length > 0) throw wrong(`unknown key(s) ${unknown.map((k) => `"${k}"`).join(", ")} (known: ${[...RULES, ...OTHER_KEYS].join(", ")})`);
+  if (!RULES.some((key) => key in gate)) throw wrong(`has no rules; give at least one of ${RULES.join(", ")}`);
+  const count = (key) => gate[key] === undefined || (Number.isInteger(gate[key]) && gate[key] >= 0) || (() => { throw wrong(`${key} must be a whole number ≥ 0`); })();
+  const rate = (key, value = gate[key]) => value === undefined || (typeof value === "number" && value >= 0 && value <= 1) || (() => { throw wrong(`${key} must be a number from 0 to 1`); })();
+  const names = (key) => gate[key] === undefined || (Array.isArray(gate[key]) && gate[key].length > 0 && gate[key].every((n) => typeof n === "string")) || (() => { throw wrong(`${key} must be a non-empty list of column names`); })();
+  count("minRows");
+  count("maxRows");
+  rate("maxDuplicateRate");
+  rate("maxInvalidRate");
+  names("keyColumns");
+  names("requiredColumns");
+  if (gate.maxBlankRate !== undefined) {
+    if (typeof gate.maxBlankRate !== "object" || gate.maxBlankRate === null || Array.isArray(gate.maxBlankRate)) throw wrong("maxBlankRate must map column names to rates");
+    for (const [column, value] of Object.entries(gate.maxBlankRate)) rate(`maxBlankRate.${column}`, value);
   }
+  if (gate.maxDuplicateRate !== undefined && !gate.keyColumns) throw wrong("maxDuplicateRate needs keyColumns");
+  if (gate.maxInvalidRate !== undefined && !gate.schema) throw wrong("maxInvalidRate needs schema");
+  if (gate.schema !== undefined && typeof gate.schema !== "string") throw wrong("schema must be a path (relative to the gate file)");
+  let schema;
+  if (gate.schema) {
+    const schemaFile = path.resolve(path.dirname(file), gate.schema);
+    schema = readJsonFile(schemaFile, "schema");
+    const problems = checkSchema(schema);
+    if (problems.length > 0) throw new UsageError(`the schema ${schemaFile} cannot be used: ${problems.join("; ")}`);
+  }
+  return { gate, schema };
 }
-if (gate.schema) {
-  const schema = JSON.parse(fs.readFileSync(path.resolve(path.dirname(options.gate), gate.schema), "utf8"));
-  const report = validateRows(rows, schema, { coerce: format === "csv" });
-  const rate = rows.length === 0 ? 0 : report.invalidRows / rows.length;
-  rule(`invalid row rate ≤ ${gate.maxInvalidRate ?? 0}`, rate <= (gate.maxInvalidRate ?? 0), `${report.invalidRows} invalid row(s); first: ${JSON.stringify(report.errors.slice(0, 3))}`);
-}
-const pass = rules.every((r) => r.ok);
-process.stdout.write(`${JSON.stringify({ file: positional[0], pass, rules }, null, 2)}\n`);
-process.exitCode = pass ? EXIT.PASS : EXIT.FAIL;
+
+await runCli(async () => {
+  const { positional, options } = parseCliArgs(process.argv.slice(2), { options: ["gate", "delimiter"], flags: ["progress", "quiet"] });
+  if (positional.length !== 1 || !options.gate) throw new UsageError(`one data file and --gate are needed; ${USAGE}`);
+  const [file] = positional;
+  const { gate, schema } = readGate(options.gate);
+  const delimiter = delimiterOption(options.delimiter ?? gate.delimiter);
+  const validator = schema && createRowValidator(schema, { coerce: formatOf(file) === "csv", maxErrors: 3 });
+  const deduper = gate.keyColumns && createDeduper(gate.keyColumns);
+  const blankColumns = Object.keys(gate.maxBlankRate ?? {});
+  const blanks = new Array(blankColumns.length).fill(0);
+  let duplicates = 0;
+  const read = await readRows(
+    file,
+    (row, index) => {
+      if (deduper && deduper.add(row, index) !== undefined) duplicates++;
+      for (let i = 0; i < blankColumns.length; i++) {
+        const value = row?.[blankColumns[i]];
+        if (value === null || value === undefined || (typeof value === "string" && value.trim() === "")) blanks[i]++;
+      }
+      validator?.add(row, index);
+    },
+    { delimiter, label: "quality-gate", progress: { always: Boolean(options.progress), quiet: Boolean(options.quiet) } },
+  );
+
+  const { rows, columns } = read;
+  const rules = [];
+  const rule = (name, ok, detail) => rules.push({ rule: name, ok, detail });
+  const fraction = (n) => (rows === 0 ? 0 : n / rows);
+  rule("file parses cleanly", read.problemCount === 0, `${read.problemCount} parse problem(s)${read.problems.length > 0 ? `; first: ${JSON.stringify(read.problems.slice(0, 3))}` : ""}`);
+  if (gate.minRows !== undefined) rule(`at least ${gate.minRows} rows`, rows >= gate.minRows, `${rows} rows`);
+  if (gate.maxRows !== undefined) rule(`at most ${gate.maxRows} rows`, rows <= gate.maxRows, `${rows} rows`);
+  for (const name of gate.requiredColumns ?? []) rule(`column ${name} present`, columns.includes(name), columns.join(", "));
+  if (gate.keyColumns) {
+    for (const name of gate.keyColumns) if (!columns.includes(name)) rule(`key column ${name} present`, false, columns.join(", "));
+    const limit = gate.maxDuplicateRate ?? 0;
+    rule(`duplicate rate on ${gate.keyColumns.join("+")} ≤ ${limit}`, fraction(duplicates) <= limit, `${duplicates} duplicate row(s)`);
+  }
+  blankColumns.forEach((name, i) => {
+    const limit = gate.maxBlankRate[name];
+    const blankRate = Math.round(fraction(blanks[i]) * 1e6) / 1e6;
+    rule(`blank rate of ${name} ≤ ${limit}`, blankRate <= limit, `${blankRate}`);
+  });
+  if (validator) {
+    const report = validator.result();
+    const limit = gate.maxInvalidRate ?? 0;
+    rule(`invalid row rate ≤ ${limit}`, fraction(report.invalidRows) <= limit, `${report.invalidRows} invalid row(s); first: ${JSON.stringify(report.errors)}`);
+  }
+  const pass = rules.every((r) => r.ok);
+  process.stdout.write(`${JSON.stringify({ file, pass, rows, rules }, null, 2)}\n`);
+  return pass ? EXIT.PASS : EXIT.FAIL;
+});

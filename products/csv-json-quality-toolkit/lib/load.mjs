@@ -1,12 +1,16 @@
+// In-memory helpers for small files and for code that imports the kit (the scripts stream: see rows.mjs).
 import fs from "node:fs";
-import { parseCsv, toCsv } from "./csv.mjs";
+import { parseCsv, detectDelimiter, toCsv } from "./csv.mjs";
 
-/** Reads rows from .csv, .json (an array of objects) or .jsonl/.ndjson (one object per line). */
-export function loadRows(file) {
+export { EXIT, parseCliArgs, UsageError, DataError } from "./cli.mjs";
+
+/** Reads rows from .csv/.tsv (delimiter detected unless given), .json (an array) or .jsonl/.ndjson, whole. */
+export function loadRows(file, { delimiter } = {}) {
   const text = fs.readFileSync(file, "utf8");
-  if (/\.csv$/i.test(file)) {
-    const { records, columns, problems } = parseCsv(text);
-    return { rows: records, columns, problems, format: "csv" };
+  if (/\.(csv|tsv|tab|txt)$/i.test(file)) {
+    const chosen = delimiter ?? (/\.(tsv|tab)$/i.test(file) ? "\t" : detectDelimiter(text));
+    const { records, columns, problems } = parseCsv(text, { delimiter: chosen });
+    return { rows: records, columns, problems, format: "csv", delimiter: chosen };
   }
   if (/\.(jsonl|ndjson)$/i.test(file)) {
     const rows = [];
@@ -26,7 +30,11 @@ export function loadRows(file) {
   return { rows: data, columns: columnsOf(data), problems: [], format: "json" };
 }
 
-export const columnsOf = (rows) => [...new Set(rows.flatMap((row) => Object.keys(row ?? {})))];
+export const columnsOf = (rows) => {
+  const columns = new Set();
+  for (const row of rows) for (const key of Object.keys(row ?? {})) columns.add(key);
+  return [...columns];
+};
 
 /** Writes rows in the format the file name says (.csv, .jsonl, else JSON), or to stdout as JSON. */
 export function writeRows(file, rows, columns) {
@@ -35,27 +43,6 @@ export function writeRows(file, rows, columns) {
     return;
   }
   if (/\.csv$/i.test(file)) fs.writeFileSync(file, toCsv(rows, { columns }));
-  else if (/\.(jsonl|ndjson)$/i.test(file)) fs.writeFileSync(file, rows.map((row) => JSON.stringify(row)).join("\n") + "\n");
+  else if (/\.(jsonl|ndjson)$/i.test(file)) fs.writeFileSync(file, `${rows.map((row) => JSON.stringify(row)).join("\n")}\n`);
   else fs.writeFileSync(file, `${JSON.stringify(rows, null, 2)}\n`);
-}
-
-/** --name value and --flag options after positional arguments. */
-export function parseArgs(argv, { flags = [] } = {}) {
-  const positional = [];
-  const options = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (!arg.startsWith("--")) positional.push(arg);
-    else if (flags.includes(arg.slice(2))) options[arg.slice(2)] = true;
-    else options[arg.slice(2)] = argv[++i];
-  }
-  return { positional, options };
-}
-
-/** Exit codes every script and gate uses: 0 pass, 1 the data fails, 2 the call is wrong. */
-export const EXIT = { PASS: 0, FAIL: 1, USAGE: 2 };
-
-export function usage(text) {
-  process.stderr.write(`${text}\n`);
-  process.exit(EXIT.USAGE);
 }

@@ -6,8 +6,9 @@ import path from "node:path";
 export const root = path.resolve(import.meta.dirname, "..");
 
 /** Runs a script of the kit; returns { status, stdout, stderr, json }. */
-export function run(script, args) {
-  const result = spawnSync(process.execPath, [path.join(root, script), ...args], { encoding: "utf8", cwd: root });
+export function run(script, args, { heapMb } = {}) {
+  const node = heapMb ? [`--max-old-space-size=${heapMb}`] : [];
+  const result = spawnSync(process.execPath, [...node, path.join(root, script), ...args], { encoding: "utf8", cwd: root });
   let json;
   try {
     json = JSON.parse(result.stdout);
