@@ -127,6 +127,27 @@ const problem = (description: string) => ({
   content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
 });
 
+/** Words of the seller's paid service that must not reach the buyer's own contract. */
+const SELLER_WORDS = /\b(?:charged?|charging|free|pay|paying|paid|payment|price|x402|USDC)\b/i;
+
+/**
+ * A description of the paid operation as the buyer's own service says it: the seller's notes on
+ * charging ("never charged", "(free)", "before paying") go. The build stops if any such word is
+ * left, so a change to the operation's wording cannot slip into the product unnoticed.
+ */
+export function standaloneText(text: string): string {
+  const out = text
+    .replace(/,\s*never charged(?=\.)/gi, "")
+    .replace(/\s*\(free\)/gi, "")
+    .replace(/\s*Read it before paying for a conversion\./gi, "")
+    .replace(/\s+/g, " ")
+    .trim();
+  const left = SELLER_WORDS.exec(out);
+  if (left)
+    throw new Error(`the unit-conversion contract would say "${left[0]}" (seller's wording): "${out}"`);
+  return out;
+}
+
 /** The standalone service's OpenAPI 3.1 contract, from the same schemas the paid operation uses. */
 export function unitConversionOpenApi(version: string) {
   const example = unitConvert.example;
@@ -135,8 +156,11 @@ export function unitConversionOpenApi(version: string) {
     info: {
       title: "Engineering unit conversion API",
       version,
-      description: unitConvert.description,
-      license: { name: "Proprietary: licensed to the buyer", identifier: "LicenseRef-utility402-product" },
+      description: standaloneText(unitConvert.description),
+      license: {
+        name: "utility402 single-organisation licence 1.0 (see LICENSE)",
+        identifier: "LicenseRef-utility402-single-organisation",
+      },
     },
     servers: [{ url: "http://localhost:8080" }],
     tags: [{ name: "units", description: "Exact engineering unit conversion." }],
@@ -145,7 +169,7 @@ export function unitConversionOpenApi(version: string) {
         post: {
           operationId: "unitConvert",
           tags: ["units"],
-          summary: unitConvert.summary,
+          summary: standaloneText(unitConvert.summary),
           requestBody: {
             required: true,
             content: {
@@ -169,8 +193,8 @@ export function unitConversionOpenApi(version: string) {
         get: {
           operationId: "listUnits",
           tags: ["units"],
-          summary: unitListRoute.summary.replace(" (free)", ""),
-          description: unitListRoute.description,
+          summary: standaloneText(unitListRoute.summary),
+          description: standaloneText(unitListRoute.description),
           responses: {
             "200": {
               description: "Every unit with its exact factor, and the refused ambiguous names.",

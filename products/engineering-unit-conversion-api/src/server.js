@@ -4,6 +4,7 @@
 // operation, so both give the same answers and the same 400s.
 import fs from "node:fs";
 import http from "node:http";
+import { fileURLToPath } from "node:url";
 import { convertRequest, unitList } from "./operations/unit-convert/index.js";
 import { UnitConvertRequest } from "./operations/unit-convert/schema.js";
 import { invalidRequest, Problem, zodIssuesToFieldErrors } from "./problem.js";
@@ -94,7 +95,8 @@ export function createServer() {
   });
 }
 
-const isMain = process.argv[1] && new URL(import.meta.url).pathname === fs.realpathSync(process.argv[1]);
+// fileURLToPath, not URL.pathname: a folder with a space or a non-ASCII name must still match.
+const isMain = process.argv[1] && fs.realpathSync(fileURLToPath(import.meta.url)) === fs.realpathSync(process.argv[1]);
 if (isMain) {
   const port = Number(process.env.PORT ?? 8080);
   const host = process.env.HOST ?? "0.0.0.0";
