@@ -28,8 +28,12 @@ export const CLINICAL_PRODUCT = "clinical-trials-outcomes-post-2020";
 export const PRODUCT_SLUGS = [...REPOSITORY_PRODUCTS, CLINICAL_PRODUCT] as const;
 export type ProductSlug = (typeof PRODUCT_SLUGS)[number];
 
-/** Version of the four repository products (the clinical one is versioned by its snapshot date). */
-export const TOOLKIT_VERSION = "1.0.0";
+/** The licence every archive carries as `LICENSE` unless its sources have their own (docs/products.md). */
+export const PRODUCT_LICENCE = path.join(PROJECT_ROOT, "src/products/LICENSE.txt");
+/** What the catalog and the archive call the licence. */
+export const PRODUCT_LICENCE_NAME = "utility402 single-organisation licence 1.0";
+/** Archive entries the builder writes itself; a product's sources may not hold them. */
+const GENERATED = ["MANIFEST.json", "SHA256SUMS"];
 
 export interface BuildSettings {
   releasesDir: string;
@@ -66,6 +70,60 @@ export function folderEntries(dir: string, prefix = ""): ArchiveEntry[] {
   return entries;
 }
 
+/** The version a repository product's package.json states (semver), which names its release. */
+export function packageVersion(sourceDir: string): string {
+  const file = path.join(sourceDir, "package.json");
+  const version = JSON.parse(fs.readFileSync(file, "utf8")).version;
+  if (typeof version !== "string" || !/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/.test(version)) {
+    throw new Error(`${file}: "version" ${JSON.stringify(version)} is not a semantic version`);
+  }
+  return version;
+}
+
+const entryText = (entries: readonly ArchiveEntry[], name: string) => {
+  const entry = entries.find((candidate) => candidate.path === name);
+  return entry && "data" in entry ? entry.data.toString("utf8") : undefined;
+};
+
+/**
+ * The licence and changelog every product carries at its root. The licence is the builder's
+ * (src/products/LICENSE.txt) unless the sources have a LICENSE of their own. A CHANGELOG.md of
+ * the sources must have a section for the version being built; sources without one get a
+ * changelog that says only which version this is.
+ */
+function licenceAndChangelog(
+  entries: readonly ArchiveEntry[],
+  title: string,
+  version: string,
+  changes?: string[],
+): ArchiveEntry[] {
+  const added: ArchiveEntry[] = [];
+  if (!entries.some((entry) => entry.path === "LICENSE")) {
+    added.push({ path: "LICENSE", data: fs.readFileSync(PRODUCT_LICENCE) });
+  }
+  const changelog = entryText(entries, "CHANGELOG.md");
+  if (changelog === undefined) {
+    const lines = changes ?? ["This release; the product's sources keep no changelog of their own yet."];
+    added.push({
+      path: "CHANGELOG.md",
+      data: Buffer.from(
+        `# Changelog: ${title}\n\n## ${version}\n\n${lines.map((line) => `- ${line}`).join("\n")}\n`,
+      ),
+    });
+  } else if (!new RegExp(`^## \\[?${version.replaceAll(".", "\\.")}\\b`, "m").test(changelog)) {
+    throw new Error(`${title}: CHANGELOG.md has no "## ${version}" section for the version being built`);
+  }
+  return added;
+}
+
+/** A kit's files as its archive holds them (before MANIFEST.json and SHA256SUMS). */
+function kitEntries(sources: string, slug: RepositoryProduct, prefix = ""): ArchiveEntry[] {
+  const dir = path.join(sources, slug);
+  const entries = folderEntries(dir);
+  const all = [...entries, ...licenceAndChangelog(entries, slug, packageVersion(dir))];
+  return prefix ? all.map((entry) => ({ ...entry, path: prefix + entry.path })) : all;
+}
+
 async function collect(
   slug: ProductSlug,
   settings: BuildSettings,
@@ -76,26 +134,25 @@ async function collect(
   switch (slug) {
     case "csv-json-quality-toolkit":
     case "agent-safe-paid-work-kit":
-      return { version: TOOLKIT_VERSION, entries: own() };
+      return { version: packageVersion(path.join(sources, slug)), entries: kitEntries(sources, slug) };
     case "automation-data-toolkit-bundle":
+      // Each kit keeps its own folder, licence and changelog, so a kit copied out of the bundle stands alone.
       return {
-        version: TOOLKIT_VERSION,
+        version: packageVersion(path.join(sources, slug)),
         entries: [
-          ...own(),
-          ...folderEntries(path.join(sources, "csv-json-quality-toolkit"), "csv-json-quality-toolkit/"),
-          ...folderEntries(path.join(sources, "agent-safe-paid-work-kit"), "agent-safe-paid-work-kit/"),
+          ...kitEntries(sources, slug),
+          ...kitEntries(sources, "csv-json-quality-toolkit", "csv-json-quality-toolkit/"),
+          ...kitEntries(sources, "agent-safe-paid-work-kit", "agent-safe-paid-work-kit/"),
         ],
       };
     case "engineering-unit-conversion-api": {
-      const entries = own();
-      const pkg = entries.find((entry) => entry.path === "package.json");
-      const version = pkg && "data" in pkg ? JSON.parse(pkg.data.toString("utf8")).version : undefined;
-      if (version !== TOOLKIT_VERSION) {
-        throw new Error(`${slug}/package.json version ${version} ≠ product version ${TOOLKIT_VERSION}`);
-      }
+      const version = packageVersion(path.join(sources, slug));
       // Loaded only when the product is (re)built: TypeScript and esbuild take seconds to load.
       const { unitConversionGeneratedEntries } = await import("./unit-conversion-api.ts");
-      return { version, entries: [...entries, ...(await unitConversionGeneratedEntries(version))] };
+      return {
+        version,
+        entries: [...kitEntries(sources, slug), ...(await unitConversionGeneratedEntries(version))],
+      };
     }
     case CLINICAL_PRODUCT: {
       const snapshot = clinicalSnapshot(
@@ -104,9 +161,25 @@ async function collect(
         settings.clinicalDictionary ?? path.join(PROJECT_ROOT, "docs/clinical-trials-data-dictionary.md"),
       );
       if ("unbuildable" in snapshot) return snapshot;
-      return { ...snapshot, entries: [...own(), ...snapshot.entries] };
+      const entries = [...own(), ...snapshot.entries];
+      return {
+        ...snapshot,
+        entries: [...entries, ...licenceAndChangelog(entries, slug, snapshot.version, snapshot.changes)],
+      };
     }
   }
+}
+
+/**
+ * `SHA256SUMS` in the format `sha256sum -c` reads (`<hex>  <path>`, one line per file, sorted):
+ * every file of the archive, MANIFEST.json included, but not itself.
+ */
+export function sha256Sums(files: readonly { path: string; sha256: string }[]): Buffer {
+  for (const file of files) {
+    if (/[\\\n\r]/.test(file.path)) throw new Error(`"${file.path}" cannot be listed in SHA256SUMS`);
+  }
+  const sorted = [...files].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+  return Buffer.from(sorted.map((file) => `${file.sha256}  ${file.path}\n`).join(""));
 }
 
 /**
@@ -181,8 +254,9 @@ export async function buildProduct(slug: ProductSlug, settings: BuildSettings): 
       return { product: slug, state: "unbuildable", reason: collected.unbuildable };
     const { version, entries, details } = collected;
     if (!entries.some((entry) => entry.path === "README.md")) throw new Error(`${slug} has no README.md`);
-    if (entries.some((entry) => entry.path === "MANIFEST.json"))
-      throw new Error(`${slug}: MANIFEST.json is generated`);
+    for (const name of GENERATED) {
+      if (entries.some((entry) => entry.path === name)) throw new Error(`${slug}: ${name} is generated`);
+    }
     const files = await Promise.all(entries.map(describeEntry));
     files.sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
     const manifest = Buffer.from(`${JSON.stringify({ product: slug, version, files }, null, 2)}\n`);
@@ -207,7 +281,11 @@ export async function buildProduct(slug: ProductSlug, settings: BuildSettings): 
     // Written aside and renamed into place under a name that holds its digest: a download never sees a
     // half-written archive, and an archive already sold is never replaced (replays still find it).
     const partial = path.join(settings.releasesDir, `${slug}.${process.pid}.partial`);
-    await writeDeterministicZip([...entries, { path: "MANIFEST.json", data: manifest }], partial);
+    const sums = sha256Sums([...files, { path: "MANIFEST.json", sha256: manifestSha256 }]);
+    await writeDeterministicZip(
+      [...entries, { path: "MANIFEST.json", data: manifest }, { path: "SHA256SUMS", data: sums }],
+      partial,
+    );
     const { size, sha256 } = await hashFile(partial);
     const file = releaseFileName(slug, version, sha256);
     fs.renameSync(partial, path.join(settings.releasesDir, file));

@@ -6,16 +6,148 @@ import type { ArchiveEntry } from "./zip.ts";
 /**
  * The clinical-trials-outcomes-post-2020 product: a snapshot of the clinical index built by the
  * ingest (CLINICAL_TRIALS_DB), packaged as the SQLite database, one CSV per table, the data
- * dictionary and a validation report. Only a full ingest is sold: the database's `meta` table says
- * `kind = 'full'`; a sample ingest is refused.
+ * dictionary and a validation report. Only a complete API ingest is sold: `meta.kind = 'full'` is
+ * not taken on its word; the ingest's own run record must say that every page of the registry's
+ * answer was received, and every count the product states is recounted from the rows.
  */
 
 /** The four counts the product promises, as the ingest records them in `meta`. */
 export const CLINICAL_COUNTS = ["studies", "endpoints", "measurements", "analyses"] as const;
 
+/** The first day of the product's subject: studies that started on or after it. */
+export const STARTED_ON_OR_AFTER = "2020-01-01";
+
 export type ClinicalBuild =
   | { unbuildable: string }
-  | { version: string; entries: ArchiveEntry[]; details: Record<string, unknown> };
+  | { version: string; entries: ArchiveEntry[]; details: Record<string, unknown>; changes: string[] };
+
+interface Check {
+  check: string;
+  expected: string;
+  actual: string;
+  ok: boolean;
+}
+
+/** The run record `ingestFromApi` keeps in `ingest_state` (key "api"). */
+interface ApiRun {
+  source?: string;
+  startedAt?: string;
+  status?: string;
+  nextPageToken?: string | null;
+  pages?: number;
+  studiesReceived?: number;
+  totalCount?: number | null;
+}
+
+/**
+ * Why a database is not a complete API ingest, or undefined when it is: the run record exists, its
+ * status is complete with no page left, the registry's total was received, and meta names the same
+ * source and date.
+ */
+function incompleteIngest(db: Database.Database, meta: Record<string, string>): string | undefined {
+  let row: { value: string } | undefined;
+  try {
+    row = db.prepare("SELECT value FROM ingest_state WHERE key = 'api'").get() as
+      | { value: string }
+      | undefined;
+  } catch {
+    row = undefined;
+  }
+  if (!row) {
+    return "the database has no completed API ingest (no run record in ingest_state): a folder or sample load is not sold, whatever meta.kind says";
+  }
+  let run: ApiRun;
+  try {
+    run = JSON.parse(row.value) as ApiRun;
+  } catch {
+    return "the API ingest's run record is not readable";
+  }
+  const received = run.studiesReceived ?? -1;
+  const total = run.totalCount;
+  if (run.status !== "complete" || run.nextPageToken) {
+    return `the API ingest did not complete (status ${run.status ?? "unknown"} after ${run.pages ?? 0} pages): resume it with utility402 ingest clinical-trials`;
+  }
+  if (typeof total !== "number" || received < total) {
+    return `the API ingest did not complete: received ${received} of ${total ?? "an unknown number of"} studies`;
+  }
+  if (meta.source !== run.source) return "meta.source does not name the API ingest that completed";
+  if (meta.snapshot_date !== run.startedAt?.slice(0, 10)) {
+    return `meta.snapshot_date ${meta.snapshot_date} is not the day the API ingest started (${run.startedAt})`;
+  }
+  return undefined;
+}
+
+/** Every count the product states, recounted from the rows; and the facts the product promises. */
+function reconcile(
+  db: Database.Database,
+  meta: Record<string, string>,
+  tables: readonly TableInfo[],
+): Check[] {
+  const checks: Check[] = [];
+  const add = (check: string, expected: unknown, actual: unknown) =>
+    checks.push({
+      check,
+      expected: String(expected),
+      actual: String(actual),
+      ok: String(expected) === String(actual),
+    });
+  const rowsOf = (table: string) =>
+    (db.prepare(`SELECT count(*) AS n FROM ${id(table)}`).get() as { n: number }).n;
+  const names = new Set(tables.map((t) => t.name));
+  for (const table of ["studies", "study_summaries", "study_phases"]) {
+    if (!names.has(table)) add(`table ${table} exists`, "yes", "no");
+  }
+  if (checks.length > 0) return checks;
+
+  for (const name of CLINICAL_COUNTS) {
+    const recorded = Number(meta[name]);
+    add(
+      `meta.${name} is a count`,
+      "integer ≥ 0",
+      Number.isInteger(recorded) && recorded >= 0 ? "integer ≥ 0" : meta[name],
+    );
+  }
+  add("meta.studies = rows of studies", meta.studies, rowsOf("studies"));
+  add("meta.studies = rows of study_summaries", meta.studies, rowsOf("study_summaries"));
+  add("meta.studies = rows of studies_fts", meta.studies, rowsOf("studies_fts"));
+  const sums = db
+    .prepare(
+      `SELECT coalesce(sum(endpoints), 0) AS endpoints, coalesce(sum(measurements), 0) AS measurements,
+         coalesce(sum(analyses), 0) AS analyses FROM studies`,
+    )
+    .get() as Record<string, number>;
+  const fromSummaries = db
+    .prepare(
+      `SELECT coalesce(sum(json_extract(summary, '$.counts.endpoints')), 0) AS endpoints,
+         coalesce(sum(json_extract(summary, '$.counts.measurements')), 0) AS measurements,
+         coalesce(sum(json_extract(summary, '$.counts.analyses')), 0) AS analyses FROM study_summaries`,
+    )
+    .get() as Record<string, number>;
+  for (const name of ["endpoints", "measurements", "analyses"] as const) {
+    add(`meta.${name} = sum of studies.${name}`, meta[name], sums[name]);
+    add(`meta.${name} = sum of the summaries' ${name}`, meta[name], fromSummaries[name]);
+  }
+  const orphans = db
+    .prepare(
+      `SELECT (SELECT count(*) FROM study_summaries WHERE study_id NOT IN (SELECT id FROM studies)) +
+         (SELECT count(*) FROM study_phases WHERE study_id NOT IN (SELECT id FROM studies)) AS n`,
+    )
+    .get() as { n: number };
+  add("summaries and phases belong to a study", 0, orphans.n);
+  const early = db
+    .prepare("SELECT count(*) AS n FROM studies WHERE start_day = '' OR start_day < ?")
+    .get(STARTED_ON_OR_AFTER) as { n: number };
+  add(
+    `every study started on or after ${STARTED_ON_OR_AFTER}`,
+    "0 studies before",
+    `${early.n} studies before`,
+  );
+  const duplicates = db.prepare("SELECT count(*) - count(DISTINCT nct_id) AS n FROM studies").get() as {
+    n: number;
+  };
+  add("one row per NCT number", 0, duplicates.n);
+  return checks;
+}
 
 interface TableInfo {
   name: string;
@@ -140,30 +272,21 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
       throw new Error(`meta.snapshot_date "${snapshotDate}" is not a date (YYYY-MM-DD)`);
     }
 
+    const incomplete = incompleteIngest(db, meta);
+    if (incomplete) return { unbuildable: incomplete };
+
     const tables = exportableTables(db);
-    const rowsOf = new Map(tables.map((t) => [t.name, t.rows]));
-    const checks: { check: string; expected: string; actual: string; ok: boolean }[] = [];
-    const counts: Record<string, number> = {};
-    for (const name of CLINICAL_COUNTS) {
-      const recorded = Number(meta[name]);
-      counts[name] = recorded;
-      const okNumber = Number.isInteger(recorded) && recorded >= 0;
-      checks.push({
-        check: `meta.${name} is a count`,
-        expected: "integer ≥ 0",
-        actual: String(meta[name]),
-        ok: okNumber,
-      });
-      const actual = rowsOf.get(name);
-      if (actual !== undefined) {
-        checks.push({
-          check: `rows of table ${name} = meta.${name}`,
-          expected: String(recorded),
-          actual: String(actual),
-          ok: actual === recorded,
-        });
-      }
-    }
+    const checks = reconcile(db, meta, tables);
+    checks.push({
+      check: "the API ingest completed",
+      expected: "every page received",
+      actual: "every page received",
+      ok: true,
+    });
+    const counts = Object.fromEntries(CLINICAL_COUNTS.map((name) => [name, Number(meta[name])])) as Record<
+      (typeof CLINICAL_COUNTS)[number],
+      number
+    >;
     const integrity = (db.pragma("integrity_check") as { integrity_check: string }[]).map(
       (r) => r.integrity_check,
     );
@@ -235,7 +358,12 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
     if (fs.existsSync(dictionaryPath)) {
       entries.push({ path: "DATA-DICTIONARY.md", data: fs.readFileSync(dictionaryPath) });
     }
-    return { version: snapshotDate, entries, details: { snapshotDate, counts } };
+    const changes = [
+      `Snapshot of ${snapshotDate}: ${counts.studies} studies, ${counts.endpoints} endpoints, ` +
+        `${counts.measurements} measurements and ${counts.analyses} analyses, each count reconciled with the rows (VALIDATION.md).`,
+      `Source: ${meta.source ?? "the ClinicalTrials.gov API v2"}.`,
+    ];
+    return { version: snapshotDate, entries, details: { snapshotDate, counts }, changes };
   } finally {
     db.close();
   }

@@ -10,33 +10,25 @@ import {
   buildProducts,
   CLINICAL_PRODUCT,
   PRODUCT_SLUGS,
+  PRODUCTS_SOURCE_DIR,
   type ProductSlug,
   REPOSITORY_PRODUCTS,
 } from "../../src/products/build.ts";
 import { writeDeterministicZip } from "../../src/products/zip.ts";
-import { CLINICAL_COUNTS, checkAgainstManifest, createClinicalDb, extractTo, readZip } from "./helpers.ts";
+import {
+  type ClinicalFixture,
+  checkAgainstManifest,
+  countsOf,
+  createClinicalDb,
+  editClinicalDb,
+  extractTo,
+  readZip,
+  SNAPSHOT_DATE,
+} from "./helpers.ts";
 
 const temp = (prefix: string) => fs.mkdtempSync(path.join(os.tmpdir(), `utility402-${prefix}-`));
-
-/** `node --test` in a folder with no network configured; returns its TAP totals. */
-function runNodeTests(cwd: string, args: string[] = []) {
-  const result = spawnSync(process.execPath, ["--test", ...args], {
-    cwd,
-    encoding: "utf8",
-    // No proxy, no inherited module paths: the product stands alone.
-    env: { PATH: process.env.PATH ?? "", HOME: cwd, NO_COLOR: "1" },
-    timeout: 120_000,
-  });
-  const count = (name: string) =>
-    Number(new RegExp(`^# ${name} (\\d+)$`, "m").exec(result.stdout)?.[1] ?? -1);
-  return {
-    status: result.status,
-    tests: count("tests"),
-    pass: count("pass"),
-    fail: count("fail"),
-    output: result.stdout + result.stderr,
-  };
-}
+const packageVersion = (slug: string) =>
+  JSON.parse(fs.readFileSync(path.join(PRODUCTS_SOURCE_DIR, slug, "package.json"), "utf8")).version as string;
 
 describe("product builds", () => {
   const dirs: string[] = [];
@@ -52,7 +44,7 @@ describe("product builds", () => {
     const dataDir = temp("clinical");
     dirs.push(releasesA, releasesB, dataDir);
     clinicalDb = path.join(dataDir, "clinical-trials.sqlite");
-    createClinicalDb(clinicalDb);
+    await createClinicalDb(clinicalDb);
     first = await buildProducts({ releasesDir: releasesA, clinicalDb });
     second = await buildProducts({ releasesDir: releasesB, clinicalDb });
   }, 180_000);
@@ -66,7 +58,7 @@ describe("product builds", () => {
     return path.join(dir, outcome.descriptor.file);
   };
 
-  it("builds all five products with versioned file names", () => {
+  it("builds all five products, each versioned by its package.json (the clinical one by its snapshot date)", () => {
     expect(first.map((o) => [o.product, o.state])).toEqual(PRODUCT_SLUGS.map((slug) => [slug, "built"]));
     // Archive names hold the version and a digest prefix, so a rebuild never replaces a sold archive.
     expect(fs.readdirSync(releasesA).sort()).toEqual(
@@ -80,8 +72,8 @@ describe("product builds", () => {
       ].sort(),
     );
     expect(first.map((o) => (o.state === "unbuildable" ? "" : o.descriptor.version))).toEqual([
-      ...REPOSITORY_PRODUCTS.map(() => "1.0.0"),
-      "2026-11-01",
+      ...REPOSITORY_PRODUCTS.map(packageVersion),
+      SNAPSHOT_DATE,
     ]);
   });
 
@@ -98,10 +90,10 @@ describe("product builds", () => {
     expect(again.state).toBe("unchanged");
   });
 
-  it("every archive matches its MANIFEST, with sorted entries, one fixed timestamp and fixed permissions", async () => {
+  it("every archive matches its MANIFEST and SHA256SUMS, with sorted entries, one fixed timestamp and fixed permissions", async () => {
     for (const slug of PRODUCT_SLUGS) {
       const { manifest, entries } = await checkAgainstManifest(archive(slug), slug);
-      expect(manifest.version).toBe(slug === CLINICAL_PRODUCT ? "2026-11-01" : "1.0.0");
+      expect(manifest.version).toBe(slug === CLINICAL_PRODUCT ? SNAPSHOT_DATE : packageVersion(slug));
       const paths = entries.map((entry) => entry.path);
       expect(paths).toEqual([...paths].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
       expect(new Set(entries.map((entry) => `${entry.dosDate}:${entry.dosTime}`)).size).toBe(1);
@@ -110,6 +102,22 @@ describe("product builds", () => {
         expect(entry.mode, entry.path).toBe(executable ? 0o100755 : 0o100644);
         expect(entry.compressionMethod).toBe(8);
       }
+    }
+  });
+
+  it("every archive carries a LICENSE, a CHANGELOG for its version, and a SHA256SUMS that `sha256sum -c` accepts", async () => {
+    for (const slug of PRODUCT_SLUGS) {
+      const entries = await readZip(archive(slug));
+      const text = (name: string) => entries.find((e) => e.path === name)?.data.toString("utf8") ?? "";
+      expect(text("LICENSE"), slug).toMatch(/single organisation/);
+      const version = slug === CLINICAL_PRODUCT ? SNAPSHOT_DATE : packageVersion(slug);
+      expect(text("CHANGELOG.md"), slug).toContain(`## ${version}`);
+      const dir = await extractTo(archive(slug));
+      dirs.push(dir);
+      const check = spawnSync("sha256sum", ["--strict", "-c", "SHA256SUMS"], { cwd: dir, encoding: "utf8" });
+      expect(check.status, check.stdout + check.stderr).toBe(0);
+      expect(check.stdout.trim().split("\n")).toHaveLength(entries.length - 1);
+      expect(check.stdout).toContain("MANIFEST.json: OK");
     }
   });
 
@@ -127,10 +135,13 @@ describe("product builds", () => {
     );
   });
 
-  it("the bundle holds both kits unchanged, with an index", async () => {
+  it("the bundle holds both kits unchanged (with their licence and changelog), with an index", async () => {
     const bundle = await readZip(archive("automation-data-toolkit-bundle"));
     for (const kit of ["csv-json-quality-toolkit", "agent-safe-paid-work-kit"] as const) {
-      const own = (await readZip(archive(kit))).filter((e) => e.path !== "MANIFEST.json");
+      const own = (await readZip(archive(kit))).filter(
+        (e) => e.path !== "MANIFEST.json" && e.path !== "SHA256SUMS",
+      );
+      expect(own.map((e) => e.path)).toEqual(expect.arrayContaining(["LICENSE", "CHANGELOG.md"]));
       for (const entry of own) {
         expect(
           bundle.find((e) => e.path === `${kit}/${entry.path}`)?.data.equals(entry.data),
@@ -139,27 +150,8 @@ describe("product builds", () => {
       }
     }
     expect(bundle.map((e) => e.path)).toEqual(
-      expect.arrayContaining(["INDEX.md", "README.md", "package.json"]),
+      expect.arrayContaining(["INDEX.md", "README.md", "package.json", "LICENSE", "CHANGELOG.md"]),
     );
-  });
-
-  it("the two kits' scripts pass their own tests (from the bundle, in an empty folder)", async () => {
-    const dir = await extractTo(archive("automation-data-toolkit-bundle"));
-    dirs.push(dir);
-    const run = runNodeTests(dir, ["csv-json-quality-toolkit/test/", "agent-safe-paid-work-kit/test/"]);
-    expect(run.fail, run.output).toBe(0);
-    expect(run.pass).toBe(run.tests);
-    expect(run.tests).toBeGreaterThanOrEqual(40);
-  });
-
-  it("the unit-conversion API extracted to an empty folder passes its ≥ 75 tests offline", async () => {
-    const dir = await extractTo(archive("engineering-unit-conversion-api"));
-    dirs.push(dir);
-    expect(fs.existsSync(path.join(dir, "node_modules"))).toBe(false);
-    const run = runNodeTests(dir, ["test/"]);
-    expect(run.fail, run.output).toBe(0);
-    expect(run.pass).toBe(run.tests);
-    expect(run.tests).toBeGreaterThanOrEqual(75);
   });
 
   it("the unit-conversion API is generated from the service's own unit-convert module and table", async () => {
@@ -184,64 +176,124 @@ describe("product builds", () => {
       "/openapi.json",
     ]);
   });
+
+  it("the unit-conversion API's contract speaks as the buyer's own service: no price, no payment words", async () => {
+    const entries = await readZip(archive("engineering-unit-conversion-api"));
+    const contract = entries.find((e) => e.path === "openapi.json")?.data.toString("utf8") ?? "";
+    for (const word of [/never charged/i, /\(free\)/i, /\bcharged\b/i, /\bpaying\b/i, /\bpaid\b/i, /x402/i]) {
+      expect(contract).not.toMatch(word);
+    }
+  });
+
+  it("the unit-conversion API ships on a supported Node.js LTS, with tests that run the same on Node 20, 22 and 24", async () => {
+    const entries = await readZip(archive("engineering-unit-conversion-api"));
+    const text = (name: string) => entries.find((e) => e.path === name)?.data.toString("utf8") ?? "";
+    const from = /^FROM node:(\d+)/m.exec(text("Dockerfile"));
+    // Node 20 reached end of life on 2026-04-30; 22 and 24 are LTS lines.
+    expect(Number(from?.[1])).toBeGreaterThanOrEqual(22);
+    expect(text("Dockerfile")).toMatch(/^RUN node --test\s*$/m);
+    const pkg = JSON.parse(text("package.json"));
+    // `node --test <directory>` runs nothing on Node 22 and 24 (a directory is no longer searched).
+    expect(pkg.scripts.test).toBe("node --test");
+    expect(pkg.dependencies).toBeUndefined();
+    expect(pkg.devDependencies).toBeUndefined();
+    // Every module it runs imports only node: built-ins and its own files.
+    for (const entry of entries.filter((e) => /\.(m?js)$/.test(e.path) && !e.path.startsWith("vendor/"))) {
+      for (const [, specifier] of entry.data
+        .toString("utf8")
+        .matchAll(/^(?:import|export)\b[^;"]*?(?:from\s*|import\s*)"([^"]+)"/gm)) {
+        expect(
+          specifier?.startsWith(".") || specifier?.startsWith("node:"),
+          `${entry.path} imports ${specifier}`,
+        ).toBe(true);
+      }
+    }
+  });
 });
 
 describe("the clinical snapshot product", () => {
   const dirs: string[] = [];
-  const setup = (kind: "full" | "sample", counts?: typeof CLINICAL_COUNTS) => {
+  const setup = async (kind: ClinicalFixture, studies?: number) => {
     const dir = temp("clinical");
     dirs.push(dir);
     const clinicalDb = path.join(dir, "index.sqlite");
-    createClinicalDb(clinicalDb, kind, counts);
-    return { releasesDir: path.join(dir, "releases"), clinicalDb };
+    const meta = await createClinicalDb(clinicalDb, kind, studies);
+    return { releasesDir: path.join(dir, "releases"), clinicalDb, meta };
   };
   afterAll(() => {
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it("exports the database, one CSV per real table (no FTS tables) and the validation report", async () => {
-    const settings = setup("full");
+  it("exports the database, one CSV per real table (no FTS tables) and a validation report reconciled with the rows", async () => {
+    const settings = await setup("full", 12);
     const outcome = await buildProduct(CLINICAL_PRODUCT, settings);
     if (outcome.state === "unbuildable") throw new Error(outcome.reason);
-    expect(outcome.descriptor.details).toEqual({ snapshotDate: "2026-11-01", counts: CLINICAL_COUNTS });
+    const counts = countsOf(settings.meta);
+    expect(counts.studies).toBe(12);
+    expect(outcome.descriptor.details).toMatchObject({ snapshotDate: SNAPSHOT_DATE, counts });
     const { entries } = await checkAgainstManifest(
       path.join(settings.releasesDir, outcome.descriptor.file),
       CLINICAL_PRODUCT,
     );
     const csvs = entries.filter((e) => e.path.startsWith("data/csv/")).map((e) => e.path);
     expect(csvs).toEqual(
-      ["analyses", "conditions", "endpoints", "measurements", "meta", "studies"].map(
-        (t) => `data/csv/${t}.csv`,
-      ),
+      ["ingest_state", "meta", "studies", "study_phases", "study_summaries"].map((t) => `data/csv/${t}.csv`),
     );
     const text = (name: string) => entries.find((e) => e.path === name)?.data.toString("utf8") ?? "";
-    expect(text("data/csv/studies.csv")).toBe(
-      "nct_id,title,start_date,enrollment\r\n" +
-        'NCT04000001,"Drug A versus placebo in adults, phase 3",2020-03-01,420\r\n' +
-        'NCT04000002,"A ""quoted"" title, with a comma\nand a newline",2021-07-15,\r\n' +
-        "NCT04000003,Device B for knee pain,2022-01-10,80\r\n",
+    expect(text("data/csv/studies.csv").split("\r\n")[0]).toBe(
+      "id,nct_id,title,sponsor,phases,enrollment,start_date,start_day,completion_date,completion_day,endpoints,measurements,analyses,last_update_posted",
     );
-    // A WITHOUT ROWID table comes out in primary-key order.
-    expect(text("data/csv/conditions.csv").split("\r\n")[1]).toBe('NCT04000001,"Diabetes Mellitus, Type 2"');
+    // 12 studies + the header + the final line end.
+    expect(text("data/csv/studies.csv").split("\r\n")).toHaveLength(14);
     const validation = JSON.parse(text("validation.json"));
-    expect(validation.counts).toEqual(CLINICAL_COUNTS);
+    expect(validation.counts).toEqual(counts);
     expect(validation.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
-    expect(text("VALIDATION.md")).toContain("| measurements | 6 |");
+    const checked = validation.checks.map((c: { check: string }) => c.check).join("\n");
+    for (const expected of [
+      "meta.studies = rows of studies",
+      "meta.studies = rows of study_summaries",
+      "meta.studies = rows of studies_fts",
+      "meta.endpoints = sum of studies.endpoints",
+      "meta.endpoints = sum of the summaries' endpoints",
+      "meta.measurements = sum of studies.measurements",
+      "meta.analyses = sum of studies.analyses",
+      "the API ingest completed",
+      "every study started on or after 2020-01-01",
+    ]) {
+      expect(checked).toContain(expected);
+    }
+    expect(text("VALIDATION.md")).toContain(`| measurements | ${counts.measurements} |`);
+    expect(text("CHANGELOG.md")).toContain(`## ${SNAPSHOT_DATE}`);
     const snapshot = path.join(temp("snapshot"), "db.sqlite");
     fs.writeFileSync(snapshot, entries.find((e) => e.path === "data/clinical-trials.sqlite")?.data as Buffer);
     const db = new Database(snapshot, { readonly: true });
-    expect(db.prepare("SELECT count(*) AS n FROM measurements").get()).toEqual({ n: 6 });
-    expect(db.prepare("SELECT rowid FROM studies_fts WHERE studies_fts MATCH 'knee'").all()).toEqual([
-      { rowid: 3 },
-    ]);
+    expect(db.prepare("SELECT count(*) AS n FROM studies").get()).toEqual({ n: 12 });
     db.close();
   });
 
   it("a sample ingest is not built", async () => {
-    const outcome = await buildProduct(CLINICAL_PRODUCT, setup("sample"));
+    const outcome = await buildProduct(CLINICAL_PRODUCT, await setup("sample"));
     expect(outcome).toMatchObject({
       state: "unbuildable",
       reason: expect.stringContaining("only from a full ingest"),
+    });
+  });
+
+  it("the five-study sample whose meta flag was edited to 'full' is refused", async () => {
+    const outcome = await buildProduct(CLINICAL_PRODUCT, await setup("sample-flagged-full"));
+    expect(outcome).toMatchObject({
+      state: "unbuildable",
+      reason: expect.stringContaining("no completed API ingest"),
+    });
+  });
+
+  it("an API ingest stopped after its first page, flagged 'full', is refused", async () => {
+    const settings = await setup("partial-flagged-full");
+    expect(settings.meta.kind).toBe("full");
+    const outcome = await buildProduct(CLINICAL_PRODUCT, settings);
+    expect(outcome).toMatchObject({
+      state: "unbuildable",
+      reason: expect.stringContaining("did not complete"),
     });
   });
 
@@ -256,9 +308,30 @@ describe("the clinical snapshot product", () => {
     });
   });
 
-  it("counts that disagree with the tables stop the build", async () => {
-    await expect(
-      buildProduct(CLINICAL_PRODUCT, setup("full", { ...CLINICAL_COUNTS, measurements: 7 })),
-    ).rejects.toThrow("rows of table measurements = meta.measurements (expected 7, got 6)");
+  it("a count that disagrees with the rows stops the build", async () => {
+    const settings = await setup("full");
+    editClinicalDb(settings.clinicalDb, "UPDATE meta SET value = value + 1 WHERE key = 'measurements'");
+    await expect(buildProduct(CLINICAL_PRODUCT, settings)).rejects.toThrow(
+      "meta.measurements = sum of studies.measurements",
+    );
+  });
+
+  it("a study without its summary or its search row stops the build", async () => {
+    const settings = await setup("full");
+    editClinicalDb(
+      settings.clinicalDb,
+      "DELETE FROM study_summaries WHERE study_id = (SELECT max(id) FROM studies)",
+    );
+    await expect(buildProduct(CLINICAL_PRODUCT, settings)).rejects.toThrow(
+      "meta.studies = rows of study_summaries",
+    );
+  });
+
+  it("a study that started before 2020 stops the build", async () => {
+    const settings = await setup("full");
+    editClinicalDb(settings.clinicalDb, "UPDATE studies SET start_day = '2019-12-31' WHERE id = 1");
+    await expect(buildProduct(CLINICAL_PRODUCT, settings)).rejects.toThrow(
+      "every study started on or after 2020-01-01",
+    );
   });
 });

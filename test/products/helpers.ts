@@ -4,6 +4,15 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import yauzl from "yauzl";
+import {
+  closeAfterWriting,
+  openForWriting,
+  readMeta,
+} from "../../src/operations/clinical-trials-query/database.ts";
+import { ingestFromApi } from "../../src/operations/clinical-trials-query/ingest.ts";
+import { buildSampleDatabase, SAMPLE_DIR } from "../../src/operations/clinical-trials-query/sample.ts";
+import type { StudyRecord } from "../../src/operations/clinical-trials-query/summary.ts";
+import { syntheticStudies } from "../../src/operations/clinical-trials-query/synthetic.ts";
 
 export interface ZipEntryInfo {
   path: string;
@@ -61,7 +70,7 @@ export async function checkAgainstManifest(source: string | Buffer, product: str
     files: { path: string; size: number; sha256: string }[];
   };
   if (manifest.product !== product) throw new Error(`manifest names ${manifest.product}`);
-  const others = entries.filter((entry) => entry.path !== "MANIFEST.json");
+  const others = entries.filter((entry) => entry.path !== "MANIFEST.json" && entry.path !== "SHA256SUMS");
   const listed = manifest.files.map((file) => file.path);
   const present = others.map((entry) => entry.path).sort();
   if (JSON.stringify([...listed].sort()) !== JSON.stringify(present)) {
@@ -74,6 +83,22 @@ export async function checkAgainstManifest(source: string | Buffer, product: str
     }
   }
   if (!others.some((entry) => entry.path === "README.md")) throw new Error("no README.md");
+  // SHA256SUMS (what `sha256sum -c` reads) lists every other file, MANIFEST.json included.
+  const sums = entries.find((entry) => entry.path === "SHA256SUMS");
+  if (!sums) throw new Error("no SHA256SUMS");
+  const lines = sums.data.toString("utf8").split("\n").filter(Boolean);
+  const summed = lines.map((line) => {
+    const match = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
+    if (!match) throw new Error(`SHA256SUMS line "${line}" is not "<sha256>  <path>"`);
+    const entry = entries.find((candidate) => candidate.path === match[2]);
+    if (!entry || sha256(entry.data) !== match[1])
+      throw new Error(`${match[2]} does not match its SHA256SUMS line`);
+    return match[2] as string;
+  });
+  const expected = entries.map((entry) => entry.path).filter((name) => name !== "SHA256SUMS");
+  if (JSON.stringify([...summed].sort()) !== JSON.stringify(expected.sort())) {
+    throw new Error(`SHA256SUMS lists ${summed.length} files, the archive holds ${expected.length} others`);
+  }
   return { manifest, entries };
 }
 
@@ -88,56 +113,86 @@ export async function extractTo(source: string | Buffer): Promise<string> {
   return dir;
 }
 
-export const CLINICAL_COUNTS = { studies: 3, endpoints: 4, measurements: 6, analyses: 2 };
+/** The date the fixture ingests say they were taken on. */
+export const SNAPSHOT_DATE = "2026-11-01";
+
+/** The real study records the repository ships that have results (the templates of synthetic studies). */
+function templateStudies(): StudyRecord[] {
+  return fs
+    .readdirSync(SAMPLE_DIR)
+    .filter((name) => name.endsWith(".json"))
+    .sort()
+    .map((name) => JSON.parse(fs.readFileSync(path.join(SAMPLE_DIR, name), "utf8")) as StudyRecord)
+    .filter((study) => study.resultsSection !== undefined);
+}
+
+export type ClinicalFixture = "full" | "sample" | "sample-flagged-full" | "partial-flagged-full";
 
 /**
- * A small clinical index shaped like the ingest's: the four tables, a WITHOUT ROWID table, an FTS5
- * index (virtual, with shadow tables that must not be exported) and the meta table.
+ * A clinical database as the ingest writes it: "full" runs the real API ingest against a local
+ * stand-in of the registry serving `studies` synthetic studies (started 2020 or later) in pages of
+ * 5; "sample" is the five shipped records; "sample-flagged-full" is that sample with its meta
+ * flag edited to "full"; "partial-flagged-full" is an API ingest stopped after its first page,
+ * flagged "full". Returns the meta the database records.
  */
-export function createClinicalDb(
+export async function createClinicalDb(
   file: string,
-  kind: "full" | "sample" = "full",
-  counts = CLINICAL_COUNTS,
-): void {
-  const db = new Database(file);
-  db.exec(`
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
-    CREATE TABLE studies (nct_id TEXT PRIMARY KEY, title TEXT NOT NULL, start_date TEXT, enrollment INTEGER);
-    CREATE TABLE endpoints (id INTEGER PRIMARY KEY, nct_id TEXT NOT NULL REFERENCES studies(nct_id), title TEXT, kind TEXT);
-    CREATE TABLE measurements (id INTEGER PRIMARY KEY, endpoint_id INTEGER NOT NULL REFERENCES endpoints(id), arm TEXT, value REAL, unit TEXT);
-    CREATE TABLE analyses (id INTEGER PRIMARY KEY, endpoint_id INTEGER NOT NULL REFERENCES endpoints(id), method TEXT, p_value REAL);
-    CREATE TABLE conditions (nct_id TEXT NOT NULL, condition TEXT NOT NULL, PRIMARY KEY (condition, nct_id)) WITHOUT ROWID;
-    CREATE VIRTUAL TABLE studies_fts USING fts5(title, content='studies');
-  `);
-  const study = db.prepare("INSERT INTO studies VALUES (?, ?, ?, ?)");
-  study.run("NCT04000001", "Drug A versus placebo in adults, phase 3", "2020-03-01", 420);
-  study.run("NCT04000002", 'A "quoted" title, with a comma\nand a newline', "2021-07-15", null);
-  study.run("NCT04000003", "Device B for knee pain", "2022-01-10", 80);
-  const endpoint = db.prepare("INSERT INTO endpoints VALUES (?, ?, ?, ?)");
-  endpoint.run(1, "NCT04000001", "Change in HbA1c at week 26", "primary");
-  endpoint.run(2, "NCT04000001", "Body weight", "secondary");
-  endpoint.run(3, "NCT04000002", "Overall survival", "primary");
-  endpoint.run(4, "NCT04000003", "Pain score (VAS)", "primary");
-  const measurement = db.prepare("INSERT INTO measurements VALUES (?, ?, ?, ?, ?)");
-  [
-    [1, 1, "Drug A", -1.1, "%"],
-    [2, 1, "Placebo", -0.2, "%"],
-    [3, 2, "Drug A", -2.5, "kg"],
-    [4, 3, "Drug A", 14.2, "months"],
-    [5, 4, "Device B", 3.1, "cm"],
-    [6, 4, "Sham", 5.4, "cm"],
-  ].forEach((row) => {
-    measurement.run(...row);
-  });
-  db.prepare("INSERT INTO analyses VALUES (?, ?, ?, ?)").run(1, 1, "ANCOVA", 0.0001);
-  db.prepare("INSERT INTO analyses VALUES (?, ?, ?, ?)").run(2, 4, "t-test", 0.03);
-  db.prepare("INSERT INTO conditions VALUES (?, ?)").run("NCT04000003", "Osteoarthritis, Knee");
-  db.prepare("INSERT INTO conditions VALUES (?, ?)").run("NCT04000001", "Diabetes Mellitus, Type 2");
-  db.exec("INSERT INTO studies_fts(studies_fts) VALUES ('rebuild')");
-  const meta = db.prepare("INSERT INTO meta VALUES (?, ?)");
-  meta.run("kind", kind);
-  meta.run("snapshot_date", "2026-11-01");
-  meta.run("source", "ClinicalTrials.gov API v2 (test fixture)");
-  for (const [key, value] of Object.entries(counts)) meta.run(key, String(value));
-  db.close();
+  kind: ClinicalFixture = "full",
+  studies = 12,
+): Promise<Record<string, string>> {
+  if (kind === "sample" || kind === "sample-flagged-full") {
+    buildSampleDatabase(file);
+  } else {
+    const all = [...syntheticStudies(templateStudies(), studies, 11)];
+    const pageSize = 5;
+    const fakeRegistry = (async (input: URL | RequestInfo) => {
+      const url = new URL(String(input));
+      const from = Number(url.searchParams.get("pageToken") ?? 0);
+      if (kind === "partial-flagged-full" && from > 0) return new Response("unavailable", { status: 400 });
+      const next = from + pageSize < all.length ? String(from + pageSize) : undefined;
+      const page = { studies: all.slice(from, from + pageSize), totalCount: all.length, nextPageToken: next };
+      return Response.json(page);
+    }) as typeof fetch;
+    const db = openForWriting(file);
+    try {
+      await ingestFromApi(db, {
+        apiUrl: "http://registry.test/api/v2/studies",
+        pageSize,
+        intervalMs: 0,
+        retries: 0,
+        fetch: fakeRegistry,
+        now: () => new Date(`${SNAPSHOT_DATE}T08:00:00Z`),
+      }).catch((error) => {
+        if (kind !== "partial-flagged-full") throw error;
+      });
+    } finally {
+      closeAfterWriting(db);
+    }
+  }
+  if (kind.endsWith("flagged-full"))
+    editClinicalDb(file, "UPDATE meta SET value = 'full' WHERE key = 'kind'");
+  const db = new Database(file, { readonly: true });
+  try {
+    return readMeta(db);
+  } finally {
+    db.close();
+  }
 }
+
+/** Runs SQL on a clinical database (to break it the way a test needs). */
+export function editClinicalDb(file: string, sql: string): void {
+  const db = new Database(file);
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
+}
+
+/** The four counts a clinical meta states, as numbers. */
+export const countsOf = (meta: Record<string, string>) => ({
+  studies: Number(meta.studies),
+  endpoints: Number(meta.endpoints),
+  measurements: Number(meta.measurements),
+  analyses: Number(meta.analyses),
+});
