@@ -94,6 +94,28 @@ function liveCatalog(catalog: Documents["catalog"], started: AppServices["starte
   };
 }
 
+/** /.well-known/x402 with the same live marks: a resource that cannot be bought now says so, and why. */
+function liveX402(
+  x402: Documents["x402"],
+  operations: AppServices["operations"],
+  started: AppServices["started"],
+) {
+  const reasons = new Map<string, string>();
+  for (const operation of operations) {
+    const reason = started.get(operation.id)?.unavailableNow?.();
+    if (reason) reasons.set(operation.path, reason);
+  }
+  const manifest = x402 as { resources?: { resource: string }[] };
+  if (reasons.size === 0 || !Array.isArray(manifest.resources)) return x402;
+  return {
+    ...manifest,
+    resources: manifest.resources.map((entry) => {
+      const reason = reasons.get(new URL(entry.resource).pathname);
+      return reason ? { ...entry, available: false, unavailable: reason } : entry;
+    }),
+  };
+}
+
 /** Hono path syntax for a registry path ("/v1/jobs/{id}" → "/v1/jobs/:id"). */
 const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 
@@ -135,7 +157,7 @@ export function buildApp(services: AppServices): Hono<Env> {
 
   app.get("/openapi.json", (c) => json(c, documents.openapi));
   app.get("/catalog.json", (c) => json(c, liveCatalog(documents.catalog, services.started)));
-  app.get("/.well-known/x402", (c) => json(c, documents.x402));
+  app.get("/.well-known/x402", (c) => json(c, liveX402(documents.x402, operations, services.started)));
   app.get(`${AGENT_SKILLS_PREFIX}/index.json`, (c) => json(c, documents.agentSkills.index));
   // One static route per skill file: a parameter before "/SKILL.md" would make Hono fall back from
   // its one-regular-expression router to a slower tree for every route.

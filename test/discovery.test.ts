@@ -1,5 +1,8 @@
 import { createHash } from "node:crypto";
+import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
@@ -7,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inputJsonSchema } from "../src/catalog/json-schema.ts";
 import { atomicPrice, isImplemented, OPERATIONS } from "../src/catalog/registry.ts";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../src/config.ts";
+import { buildProducts, REPOSITORY_PRODUCTS } from "../src/products/build.ts";
 import { startTestService, type TestService } from "./helpers/service.ts";
 
 const SPEC_PRICES: Record<string, [string, string]> = {
@@ -36,13 +40,21 @@ describe("discovery documents agree with the registry", () => {
   let catalog: Record<string, any>;
   let manifest: Record<string, any>;
   let skills: Record<string, any>;
+  let releasesDir: string;
 
   beforeAll(async () => {
     // research-brief answers 503 before its 402 while its search provider cannot be reached: give it one
     // that listens (never asked anything: nothing here is paid).
     searchStandIn = net.createServer((socket) => socket.end());
     await new Promise<void>((resolve) => searchStandIn.listen(0, "127.0.0.1", resolve));
+    // A product answers 503 before its 402 while it has no release: build the four repository ones.
+    releasesDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-discovery-releases-"));
+    await buildProducts(
+      { releasesDir, clinicalDb: path.join(releasesDir, "none.sqlite") },
+      REPOSITORY_PRODUCTS,
+    );
     service = await startTestService({
+      RELEASES_DIR: releasesDir,
       RESEARCH_SEARCH_PROVIDER: "searxng",
       RESEARCH_SEARCH_URL: `http://127.0.0.1:${(searchStandIn.address() as net.AddressInfo).port}`,
     });
@@ -59,6 +71,7 @@ describe("discovery documents agree with the registry", () => {
   });
   afterAll(async () => {
     await service?.stop();
+    if (releasesDir) fs.rmSync(releasesDir, { recursive: true, force: true });
     searchStandIn?.close();
   });
 
@@ -93,6 +106,13 @@ describe("discovery documents agree with the registry", () => {
           ? { headers: { "content-type": "application/json" }, body: JSON.stringify(example ?? {}) }
           : {}),
       });
+      const listed = [...catalog.operations, ...catalog.products].find((e: any) => e.id === operation.id);
+      if (listed?.available === false) {
+        // Unavailable now (the clinical snapshot without a full ingest): 503 before any 402.
+        expect(response.status, operation.id).toBe(503);
+        expect(response.headers.get("retry-after"), operation.id).toBeTruthy();
+        continue;
+      }
       expect(response.status, operation.id).toBe(402);
       const header = response.headers.get("PAYMENT-REQUIRED") as string;
       const terms = decodePaymentRequiredHeader(header);
@@ -202,10 +222,13 @@ describe("discovery documents agree with the registry", () => {
         method: operation.method,
         path: operation.path,
         price: { usd: operation.priceUsd, atomic: atomicPrice(operation) },
-        // A product is available once its release is built; this service's fresh data dir has none.
-        available: operation.kind === "product" ? false : isImplemented(operation),
+        // A product is available once its release is built: the four repository products are (above),
+        // the clinical snapshot (no full ingest here) is not.
+        available:
+          operation.id === "product-clinical-trials-outcomes-post-2020" ? false : isImplemented(operation),
       });
-      if (operation.kind === "product") expect(entry.release).toBeNull();
+      if (operation.id === "product-clinical-trials-outcomes-post-2020") expect(entry.release).toBeNull();
+      else if (operation.kind === "product") expect(entry.release.file).toMatch(/\.zip$/);
       if (operation.inputFrom !== "none") expect(entry.input.schema).toEqual(inputJsonSchema(operation));
       expect(entry.accepts).toEqual([expectedTerms(operation)]);
     }

@@ -2,8 +2,13 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { defineOperation, type StartedOperation } from "../catalog/operation.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/paid-call.ts";
+import { Problem } from "../problem.ts";
 import type { ProductSlug } from "./build.ts";
 import { downloadFileName, ReleaseShelf, readDescriptor } from "./release.ts";
+
+/** "<slug>: <reason>; no payment was taken" → "<reason>". */
+const reasonOf = (problem: Problem) =>
+  problem.detail.replace(/^[^:]*: /, "").replace(/; no payment was taken$/, "");
 
 const NoInput = z.strictObject({});
 const ZipArchive = z.string().meta({ format: "binary", description: "A ZIP archive." });
@@ -56,9 +61,11 @@ const PRODUCTS: ProductSpec[] = [
 ];
 
 /**
- * A download: the release must be present and intact before the payment is settled (else 503,
- * nothing charged); the app then streams the file. The release is looked up per request, so a
- * release built while the service runs is sold at once; the catalog shows the release found at start.
+ * A download: the release must be present and intact before a 402 is even sent, and again before
+ * the payment is settled (else 503 with Retry-After, nothing asked for, nothing charged); the app
+ * then streams the file. The release is looked up per request, so a release built while the
+ * service runs is sold at once; the catalog shows the release found at start, and marks the
+ * product unavailable while the last check found none.
  */
 async function startProduct(
   slug: ProductSlug,
@@ -71,17 +78,36 @@ async function startProduct(
     "descriptor" in found
       ? {
           version: found.descriptor.version,
-          file: found.descriptor.file,
+          // The name the download carries (Content-Disposition), not the name on the shelf.
+          file: downloadFileName(found.descriptor),
           size: found.descriptor.size,
           sha256: found.descriptor.sha256,
           ...found.descriptor.details,
         }
       : null;
+  // What the last check found (no I/O when the catalog asks): a missing release at start, then
+  // the outcome of every admit() and handle().
+  let unavailable: string | undefined = missing;
+  const check = async () => {
+    try {
+      const file = await shelf.intact(slug);
+      unavailable = undefined;
+      return file;
+    } catch (error) {
+      unavailable = error instanceof Problem ? reasonOf(error) : (error as Error).message;
+      throw error;
+    }
+  };
   return {
     available: release !== null,
     catalogDetails: release ? { release } : { release: null, unavailable: missing },
+    unavailableNow: () => unavailable,
+    // Before the 402: a product that cannot be delivered now asks for no signature at all.
+    async admit() {
+      await check();
+    },
     async handle() {
-      const file = await shelf.intact(slug);
+      const file = await check();
       return {
         body: null,
         file: { path: file.path, size: file.size, sha256: file.sha256 },

@@ -14,7 +14,7 @@ import {
 import { products } from "../../src/products/index.ts";
 import type { ReleaseDescriptor } from "../../src/products/release.ts";
 import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
-import { CLINICAL_COUNTS, checkAgainstManifest, createClinicalDb, sha256 } from "./helpers.ts";
+import { checkAgainstManifest, countsOf, createClinicalDb, SNAPSHOT_DATE, sha256 } from "./helpers.ts";
 
 const PRICES: Record<ProductSlug, bigint> = {
   "csv-json-quality-toolkit": 9_000_000n,
@@ -32,6 +32,7 @@ describe("product downloads on the local chain", () => {
   const releasesDir = path.join(work, "releases");
   const clinicalDb = path.join(work, "clinical.sqlite");
   const descriptors = new Map<ProductSlug, ReleaseDescriptor>();
+  let clinicalCounts: ReturnType<typeof countsOf>;
   const payer = createPayer(devPrivateKey(4));
   const url = (slug: ProductSlug) => `${service.url}/v1/products/${slug}`;
   const archivePath = (slug: ProductSlug) => path.join(releasesDir, descriptors.get(slug)?.file as string);
@@ -40,7 +41,7 @@ describe("product downloads on the local chain", () => {
   const signFor = async (slug: ProductSlug) => payer.signPayment(await fetch(url(slug)));
 
   beforeAll(async () => {
-    createClinicalDb(clinicalDb);
+    clinicalCounts = countsOf(await createClinicalDb(clinicalDb));
     for (const outcome of await buildProducts({ releasesDir, clinicalDb })) {
       if (outcome.state === "unbuildable") throw new Error(outcome.reason);
       descriptors.set(outcome.product, outcome.descriptor);
@@ -64,13 +65,24 @@ describe("product downloads on the local chain", () => {
       expect(entry.available, slug).toBe(true);
       expect(entry.release).toMatchObject({
         version: descriptor.version,
-        file: descriptor.file,
         size: descriptor.size,
         sha256: descriptor.sha256,
       });
     }
     const clinical = catalog.products.find((p: { path: string }) => p.path.endsWith(CLINICAL_PRODUCT));
-    expect(clinical.release).toMatchObject({ snapshotDate: "2026-11-01", counts: CLINICAL_COUNTS });
+    expect(clinical.release).toMatchObject({ snapshotDate: SNAPSHOT_DATE, counts: clinicalCounts });
+  });
+
+  it("the file name the catalog lists is the name the download carries", async () => {
+    const catalog = await (await fetch(`${service.url}/catalog.json`)).json();
+    for (const slug of ["csv-json-quality-toolkit", "engineering-unit-conversion-api"] as const) {
+      const entry = catalog.products.find((p: { path: string }) => p.path === `/v1/products/${slug}`);
+      const response = await payer.fetch(url(slug), { method: "HEAD" });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-disposition")).toBe(
+        `attachment; filename="${entry.release.file}"`,
+      );
+    }
   });
 
   it("an unpaid GET or HEAD gets 402 with the product's price", async () => {
@@ -267,8 +279,10 @@ describe("product downloads on the local chain", () => {
   it("a failed download's payment is replayed for the usual two minutes only", async () => {
     const slug = "automation-data-toolkit-bundle";
     const file = archivePath(slug);
-    fs.renameSync(file, `${file}.aside`);
+    // Signed while the release is there (once it is gone, the 402 to sign is not even sent); the
+    // release then goes missing between the 402 and the paid request.
     const payment = await signFor(slug);
+    fs.renameSync(file, `${file}.aside`);
     try {
       expect((await fetch(url(slug), { headers: payment })).status).toBe(503);
     } finally {
@@ -332,7 +346,7 @@ describe("the clinical product without a full ingest", () => {
 
   beforeAll(async () => {
     const clinicalDb = path.join(work, "sample.sqlite");
-    createClinicalDb(clinicalDb, "sample");
+    await createClinicalDb(clinicalDb, "sample");
     const releasesDir = path.join(work, "releases");
     const outcomes = await buildProducts({ releasesDir, clinicalDb }, [CLINICAL_PRODUCT]);
     expect(outcomes[0]?.state).toBe("unbuildable");
@@ -344,6 +358,28 @@ describe("the clinical product without a full ingest", () => {
   afterAll(async () => {
     await service?.stop();
     fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it("an unavailable product answers 503 with Retry-After before any 402: nothing to sign", async () => {
+    for (const method of ["GET", "HEAD"]) {
+      const response = await fetch(`${service.url}/v1/products/${CLINICAL_PRODUCT}`, { method });
+      expect(response.status, method).toBe(503);
+      expect(response.headers.get("retry-after")).toBeTruthy();
+      expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+      if (method === "GET") {
+        const problem = await response.json();
+        expect(problem.type).toBe("urn:utility402:problem:release-unavailable");
+        expect(problem.detail).toContain("no payment was taken");
+      }
+    }
+  });
+
+  it("the discovery documents mark it unavailable", async () => {
+    const manifest = await (await fetch(`${service.url}/.well-known/x402`)).json();
+    const resource = manifest.resources.find((r: { resource: string }) =>
+      r.resource.endsWith(CLINICAL_PRODUCT),
+    );
+    expect(resource).toMatchObject({ available: false, unavailable: "no release has been built" });
   });
 
   it("the catalog says unavailable; a paid request is 503 and charges nothing", async () => {

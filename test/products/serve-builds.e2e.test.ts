@@ -10,6 +10,7 @@ import {
   PRODUCTS_SOURCE_DIR,
   REPOSITORY_PRODUCTS,
 } from "../../src/products/build.ts";
+import { downloadFileName, type ReleaseDescriptor, readDescriptor } from "../../src/products/release.ts";
 import { type Spawned, spawnUtility402, waitFor } from "../helpers/processes.ts";
 import { freePort } from "../helpers/service.ts";
 import { sha256 } from "./helpers.ts";
@@ -38,7 +39,11 @@ describe("npm start sells the repository products without an extra step", () => 
     for (const slug of REPOSITORY_PRODUCTS) {
       const entry = catalog.products.find((p: { path: string }) => p.path === `/v1/products/${slug}`);
       expect(entry.available, slug).toBe(true);
-      const file = path.join(dataDir, "releases", entry.release.file);
+      const { descriptor } = readDescriptor(path.join(dataDir, "releases"), slug) as {
+        descriptor: ReleaseDescriptor;
+      };
+      expect(entry.release.file).toBe(downloadFileName(descriptor));
+      const file = path.join(dataDir, "releases", descriptor.file);
       expect(sha256(fs.readFileSync(file))).toBe(entry.release.sha256);
       expect(fs.statSync(file).size).toBe(entry.release.size);
     }
