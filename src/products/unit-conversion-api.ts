@@ -132,14 +132,23 @@ const SELLER_WORDS = /\b(?:charged?|charging|free|pay|paying|paid|payment|price|
 
 /**
  * A description of the paid operation as the buyer's own service says it: the seller's notes on
- * charging ("never charged", "(free)", "before paying") go. The build stops if any such word is
- * left, so a change to the operation's wording cannot slip into the product unnoticed.
+ * charging go ("never charged", "(free)", "before paying", and any other clause or sentence that
+ * speaks of charging or paying, such as how a batch is charged). The build stops if such a word is
+ * still left, so a change to the operation's wording cannot slip into the product unnoticed.
  */
 export function standaloneText(text: string): string {
   const out = text
-    .replace(/,\s*never charged(?=\.)/gi, "")
+    .replace(/,\s*never charged(?=[.;])/gi, "")
     .replace(/\s*\(free\)/gi, "")
-    .replace(/\s*Read it before paying for a conversion\./gi, "")
+    .split(/(?<=\.)\s+/)
+    .map((sentence) => {
+      const clauses = sentence.split(/;\s+/).filter((clause) => !SELLER_WORDS.test(clause));
+      if (clauses.length === 0) return "";
+      const joined = clauses.join("; ");
+      return /[.!?]$/.test(joined) ? joined : `${joined}.`;
+    })
+    .filter(Boolean)
+    .join(" ")
     .replace(/\s+/g, " ")
     .trim();
   const left = SELLER_WORDS.exec(out);
