@@ -1,13 +1,25 @@
 import { describe, expect, it } from "vitest";
 import { zodIssuesToFieldErrors } from "../../problem.ts";
 import { cleanupRows } from "./cleanup.ts";
+import { decimalKey, ExactNumber, keepNumberLexemes } from "./exact-number.ts";
+import { readCsvCleanupRequest, runCleanup } from "./read-request.ts";
 import { type CsvCleanupInput, type CsvCleanupOutput, CsvCleanupRequest } from "./schema.ts";
 
 type Cell = string | number | boolean | null;
 type Row = Record<string, Cell>;
 
-/** Parses the request with the schema (so defaults apply) and runs the operation. */
-const run = (request: unknown): CsvCleanupOutput => cleanupRows(CsvCleanupRequest.parse(request));
+/**
+ * Parses the request with the schema (so defaults apply) and runs the operation. The tests of the
+ * rules below look at which rows were dropped (index, duplicateOf); how each matched is tested in
+ * "how a dropped row matched".
+ */
+const run = (request: unknown) => {
+  const output = cleanupRows(CsvCleanupRequest.parse(request));
+  return {
+    ...output,
+    duplicates: output.duplicates.map(({ index, duplicateOf }) => ({ index, duplicateOf })),
+  };
+};
 
 /** The field errors a request is rejected with; fails the test when the request is accepted. */
 function fieldErrors(request: unknown) {
@@ -344,7 +356,7 @@ describe("cleanupRows: case and Unicode (rule 5)", () => {
     });
   });
 
-  it("applies case-insensitivity to whole-row keys when keyColumns is absent", () => {
+  it("never folds case when keyColumns is absent: the whole row is compared as given (issue 18)", () => {
     const request = {
       rows: [
         { name: "Ada", city: "London" },
@@ -352,12 +364,21 @@ describe("cleanupRows: case and Unicode (rule 5)", () => {
       ],
     };
 
-    expect(run(request).duplicates).toEqual([{ index: 1, duplicateOf: 0 }]);
+    expect(run(request).duplicates).toEqual([]);
     expect(run({ ...request, caseInsensitiveKeys: false }).duplicates).toEqual([]);
+    // YouTube-style ids that differ only in case are different rows.
+    expect(run({ rows: [{ v: "dQw4w9WgXcQ" }, { v: "DQW4W9WGXCQ" }] }).rows).toHaveLength(2);
+    // Named as key columns, they fold.
+    expect(run({ ...request, keyColumns: ["name", "city"] }).duplicates).toEqual([
+      { index: 1, duplicateOf: 0 },
+    ]);
   });
 
   it('matches "Straße" and "STRASSE" case-insensitively, but not case-sensitively', () => {
-    const request = { rows: [{ street: "Straße" }, { street: "STRASSE" }, { street: "strasse" }] };
+    const request = {
+      rows: [{ street: "Straße" }, { street: "STRASSE" }, { street: "strasse" }],
+      keyColumns: ["street"],
+    };
 
     expect(run(request)).toEqual({
       rows: [{ street: "Straße" }],
@@ -382,7 +403,7 @@ describe("cleanupRows: case and Unicode (rule 5)", () => {
     const nfc = "caf\u00e9"; // é precomposed
     const nfd = "cafe\u0301"; // e + combining acute accent
     expect(nfc).not.toBe(nfd);
-    const request = { rows: [{ name: nfd }, { name: nfc }, { name: "CAF\u00c9" }] };
+    const request = { rows: [{ name: nfd }, { name: nfc }, { name: "CAF\u00c9" }], keyColumns: ["name"] };
 
     expect(run(request)).toEqual({
       rows: [{ name: nfd }],
@@ -556,6 +577,7 @@ describe("cleanupRows: prototype-like column names (rule 7)", () => {
         '[{"__proto__":"p1","constructor":"c","toString":" t "},{"__proto__":"p2","constructor":"c","toString":"t"},' +
           '{"__proto__":"P1","constructor":"c","toString":"t"}]',
       ),
+      keyColumns: ["__proto__", "constructor", "toString"],
       trimStrings: true,
       caseInsensitiveKeys: true,
       dropBlankRows: true,
@@ -571,7 +593,14 @@ describe("cleanupRows: prototype-like column names (rule 7)", () => {
       columns: ["__proto__", "constructor", "toString"],
       keyColumns: ["__proto__", "constructor", "toString"],
       stats: { inputRows: 3, outputRows: 2, blankRowsDropped: 0, duplicatesDropped: 1, trimmedValues: 1 },
-      duplicates: [{ index: 2, duplicateOf: 0 }],
+      duplicates: [
+        {
+          index: 2,
+          duplicateOf: 0,
+          match: "case-folded",
+          differences: [{ column: "__proto__", kind: "case" }],
+        },
+      ],
     });
     for (const row of output.rows) {
       expect(Object.keys(row)).toEqual(["__proto__", "constructor", "toString"]);
@@ -720,7 +749,7 @@ describe("cleanupRows: 500-row input (rule 9)", () => {
     expect(parsed.success).toBe(true);
     if (!parsed.success) return;
 
-    const output = cleanupRows(parsed.data);
+    const output = run(parsed.data);
 
     const kept = Array.from({ length: 500 }, (_, i) => i).filter((i) => i % 10 !== 5 && i % 10 !== 9);
     expect(kept).toHaveLength(400);
@@ -760,8 +789,8 @@ describe("cleanupRows: determinism and purity (rule 10)", () => {
     const inputSnapshot = structuredClone(input);
     deepFreeze(input); // any in-place write by cleanupRows would throw
 
-    const first = cleanupRows(input);
-    const second = cleanupRows(input);
+    const first = run(input);
+    const second = run(input);
     const third = run(request);
 
     expect(second).toEqual(first);
@@ -883,5 +912,110 @@ describe("cleanupRows: stats consistency (rule 11)", () => {
         }
       }
     }
+  });
+});
+
+describe("cleanupRows: how a dropped row matched, and values kept exactly (issue 18)", () => {
+  it("says which key columns matched only case-folded, in Unicode form or as the same number", () => {
+    const output = cleanupRows(
+      CsvCleanupRequest.parse({
+        rows: [
+          { id: "A-1", n: 1, name: "caf\u00e9" },
+          { id: "A-1", n: 1, name: "caf\u00e9" },
+          { id: "a-1", n: 1, name: "cafe\u0301" },
+          { id: "A-1", n: new ExactNumber("1.0"), name: "caf\u00e9" },
+        ],
+        keyColumns: ["id", "n", "name"],
+      }),
+    );
+    expect(output.duplicates).toEqual([
+      { index: 1, duplicateOf: 0, match: "exact", differences: [] },
+      {
+        index: 2,
+        duplicateOf: 0,
+        match: "case-folded",
+        differences: [
+          { column: "id", kind: "case" },
+          { column: "name", kind: "unicode-form" },
+        ],
+      },
+      {
+        index: 3,
+        duplicateOf: 0,
+        match: "normalized",
+        differences: [{ column: "n", kind: "number-spelling" }],
+      },
+    ]);
+  });
+
+  it("compares numbers by exact decimal value: 2^53 + 1 is not 2^53, 1.0 is 1", () => {
+    const rows = [
+      { v: new ExactNumber("9007199254740993") },
+      { v: 9007199254740992 },
+      { v: new ExactNumber("9.007199254740992e15") },
+    ];
+    const output = cleanupRows(CsvCleanupRequest.parse({ rows, keyColumns: ["v"] }));
+    expect(output.rows).toEqual([{ v: new ExactNumber("9007199254740993") }, { v: 9007199254740992 }]);
+    expect(output.duplicates).toEqual([
+      {
+        index: 2,
+        duplicateOf: 1,
+        match: "normalized",
+        differences: [{ column: "v", kind: "number-spelling" }],
+      },
+    ]);
+    expect(decimalKey(new ExactNumber("-0.0"))).toBe("0");
+    expect(decimalKey(new ExactNumber("10e-1"))).toBe(decimalKey(1));
+    expect(decimalKey(new ExactNumber("1e400"))).toBe("1e400");
+  });
+
+  it("keepNumberLexemes marks exactly the numbers a double would change, wherever they are", () => {
+    const text =
+      '{"rows":[{"a":9007199254740993,"b":1.50,"c":1e3,"d":-0,"e":0.1,"f":12,"g":"1.50","h":0.0000001,' +
+      '"__proto__":12345678901234567890}],"x":[1.0]}';
+    const parsed = JSON.parse(text);
+    expect(keepNumberLexemes(text, parsed)).toBe(7);
+    const row = parsed.rows[0];
+    expect(row.a).toEqual(new ExactNumber("9007199254740993"));
+    expect([row.b.lexeme, row.c.lexeme, row.d.lexeme, row.h.lexeme]).toEqual([
+      "1.50",
+      "1e3",
+      "-0",
+      "0.0000001",
+    ]);
+    expect([row.e, row.f, row.g]).toEqual([0.1, 12, "1.50"]);
+    expect(Object.getOwnPropertyDescriptor(row, "__proto__")?.value).toEqual(
+      new ExactNumber("12345678901234567890"),
+    );
+    expect(parsed.x[0]).toEqual(new ExactNumber("1.0"));
+    expect(Array.isArray(parsed.x)).toBe(true);
+  });
+
+  it("writes the answer with every number as the request wrote it", () => {
+    const input = readCsvCleanupRequest(
+      Buffer.from(
+        '{"rows":[{"id":1234567890123456789,"x":1.50},{"id":1234567890123456789,"x":2}],"keyColumns":["id"]}',
+      ),
+      "application/json",
+      {},
+    );
+    expect(runCleanup(input).bodyText).toBe(
+      '{"rows":[{"id":1234567890123456789,"x":1.50}],"columns":["id","x"],"keyColumns":["id"],' +
+        '"stats":{"inputRows":2,"outputRows":1,"blankRowsDropped":0,"duplicatesDropped":1,"trimmedValues":0},' +
+        '"duplicates":[{"index":1,"duplicateOf":0,"match":"exact","differences":[]}]}',
+    );
+  });
+
+  it("reads an RFC 4180 CSV body: quoted delimiters, doubled quotes, CRLF inside quotes, a BOM", () => {
+    const input = readCsvCleanupRequest(
+      Buffer.from('\uFEFFid;note\r\n1;"a; b"\r\n2;"say ""hi""\r\nbye"\r\n'),
+      "text/csv",
+      { delimiter: [";"], trimStrings: ["false"] },
+    );
+    expect(input.rows).toEqual([
+      { id: "1", note: "a; b" },
+      { id: "2", note: 'say "hi"\r\nbye' },
+    ]);
+    expect(input.trimStrings).toBe(false);
   });
 });

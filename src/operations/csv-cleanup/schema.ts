@@ -1,9 +1,18 @@
 import { z } from "zod";
+import { ExactNumber } from "./exact-number.ts";
 
-type Cell = string | number | boolean | null;
+/** A cell: a number the request wrote in a way a double would change is an ExactNumber (see exact-number.ts). */
+export type Cell = string | number | boolean | null | ExactNumber;
+
+/** Columns over all rows at most: the answer has rows × columns cells. */
+export const MAX_COLUMNS = 1000;
 
 const isCell = (value: unknown): value is Cell =>
-  value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean";
+  value === null ||
+  typeof value === "string" ||
+  typeof value === "number" ||
+  typeof value === "boolean" ||
+  value instanceof ExactNumber;
 
 /**
  * A row is checked in place rather than rebuilt by z.record, which silently drops an own
@@ -41,14 +50,38 @@ export const CsvCleanupRequest = z
       .min(1)
       .max(25)
       .optional()
-      .meta({ description: "Columns that identify a row for deduplication; the whole row when absent." }),
+      .meta({
+        description:
+          "Columns that identify a row for deduplication; the whole row when absent (then compared exactly, " +
+          "case included).",
+      }),
     trimStrings: z.boolean().default(true),
-    caseInsensitiveKeys: z.boolean().default(true),
+    caseInsensitiveKeys: z
+      .boolean()
+      .default(true)
+      .meta({
+        description:
+          "Compare the values of the named keyColumns without regard to case (each such match is reported). " +
+          "Never applies to columns the caller did not name.",
+      }),
     dropBlankRows: z.boolean().default(true),
   })
   .superRefine((request, ctx) => {
+    const present = new Set<string>();
+    for (let index = 0; index < request.rows.length; index++) {
+      for (const column of Object.keys(request.rows[index] as object)) {
+        present.add(column);
+        if (present.size > MAX_COLUMNS) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["rows", index, column],
+            message: `the rows have more than ${MAX_COLUMNS} distinct columns`,
+          });
+          return;
+        }
+      }
+    }
     if (!request.keyColumns) return;
-    const present = new Set(request.rows.flatMap((row) => Object.keys(row)));
     request.keyColumns.forEach((column, index) => {
       if (!present.has(column)) {
         ctx.addIssue({
@@ -80,8 +113,33 @@ export const CsvCleanupResponse = z
       trimmedValues: z.int().min(0),
     }),
     duplicates: z
-      .array(z.strictObject({ index: z.int().min(0), duplicateOf: z.int().min(0) }))
-      .meta({ description: "Dropped rows: input index of the duplicate and of the kept first occurrence." }),
+      .array(
+        z.strictObject({
+          index: z.int().min(0),
+          duplicateOf: z.int().min(0),
+          match: z.enum(["exact", "normalized", "case-folded"]).meta({
+            description:
+              '"exact": every compared value is the same as given (after trimming, when trimStrings); ' +
+              '"normalized": equal only as Unicode NFC text or as the same number spelled otherwise (1 and 1.0); ' +
+              '"case-folded": equal only without regard to case, in a named key column.',
+          }),
+          differences: z
+            .array(
+              z.strictObject({
+                column: z.string(),
+                kind: z.enum(["case", "unicode-form", "number-spelling"]),
+              }),
+            )
+            .meta({
+              description:
+                "The compared columns whose values were not the same as given, and how they matched.",
+            }),
+        }),
+      )
+      .meta({
+        description:
+          "Dropped rows: input index of the duplicate and of the kept first occurrence, and how they matched.",
+      }),
   })
   .meta({ id: "CsvCleanupResponse" });
 
