@@ -14,4 +14,15 @@ export function run(script, args) {
   return { status: result.status, stdout: result.stdout, stderr: result.stderr, json };
 }
 
-export const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "kit-test-"));
+/** Temporary folders made by these tests, removed when the test process exits. */
+const made = [];
+process.on("exit", () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+const madeTempDir = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kit-test-"));
+  made.push(dir);
+  return dir;
+};
+
+export const tempDir = () => madeTempDir();

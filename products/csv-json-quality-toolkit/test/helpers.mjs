@@ -16,8 +16,19 @@ export function run(script, args, { heapMb } = {}) {
   return { status: result.status, stdout: result.stdout, stderr: result.stderr, json };
 }
 
-export function tempFile(name, content) {
+/** Temporary folders made by these tests, removed when the test process exits. */
+const made = [];
+process.on("exit", () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+const madeTempDir = () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kit-test-"));
+  made.push(dir);
+  return dir;
+};
+
+export function tempFile(name, content) {
+  const dir = madeTempDir();
   const file = path.join(dir, name);
   if (content !== undefined) fs.writeFileSync(file, content);
   return file;
