@@ -75,6 +75,11 @@ export interface JsonBodyLimits {
   maxDepth?: number;
   /** JSON.parse keeps the last of duplicate keys silently; reject such a body instead. */
   rejectDuplicateKeys?: boolean;
+  /**
+   * At most about this many values outside strings (counted as commas and opening brackets), checked
+   * before JSON.parse: parsing many small values is what keeps the event loop busy, not long strings.
+   */
+  maxValues?: number;
 }
 
 /** What an operation's own body reader is given besides the body's bytes. */
