@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
-import { MAIN_THREAD_TEXT_BYTES } from "../../src/operations/openapi-audit/contract.ts";
+import { MAIN_THREAD_TEXT_BYTES, MAX_OBJECT_VALUES } from "../../src/operations/openapi-audit/contract.ts";
 import { openapiAudit } from "../../src/operations/openapi-audit/index.ts";
 import { closeSharedAuditPool } from "../../src/operations/openapi-audit/pool.ts";
 import { openStore } from "../../src/store/open-store.ts";
@@ -174,5 +174,25 @@ describe("openapi-audit through the local chain", () => {
       },
     ]);
     expect(await balanceOf(payer.address)).toBe(before);
+  });
+
+  it("refuses an object contract of more values than it parses on the main thread: a 400 naming the limit, before payment", async () => {
+    const values = Object.fromEntries(
+      Array.from({ length: MAX_OBJECT_VALUES + 100 }, (_, i) => [`k${i}`, i]),
+    );
+    const response = await fetch(
+      `${service.url}/v1/openapi-audit`,
+      jsonPost({
+        contract: { openapi: "3.1.0", info: { title: "t", version: "1" }, paths: {}, "x-data": values },
+      }),
+    );
+    expect(response.status).toBe(400);
+    expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+    expect((await response.json()).errors).toEqual([
+      {
+        pointer: "",
+        message: `the body holds more than ${MAX_OBJECT_VALUES + 16} JSON values (objects, arrays, members)`,
+      },
+    ]);
   });
 });

@@ -1,5 +1,6 @@
 import { defineOperation } from "../../catalog/operation.ts";
 import type { AuditJob } from "./audit.ts";
+import { MAX_OBJECT_VALUES } from "./contract.ts";
 import { type AuditPool, closeSharedAuditPool, DEFAULT_AUDIT_POOL_OPTIONS, sharedAuditPool } from "./pool.ts";
 import {
   type OpenApiAuditInput,
@@ -8,8 +9,8 @@ import {
   OpenApiAuditResponse,
 } from "./schema.ts";
 
-/** A contract of up to 4 MiB sent as text grows when escaped into a JSON string (\n, \"): room for that. */
-const MAX_BODY_BYTES = 5 * 1024 * 1024;
+/** A contract of up to 3 MiB sent as text grows when escaped into a JSON string (\n, \"): room for that. */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export const auditJob = ({ contract, ruleset, maxFindings }: OpenApiAuditInput): AuditJob =>
   contract.deferred
@@ -65,7 +66,7 @@ export const openapiAudit = defineOperation({
   kind: "sync",
   summary: "Audit an inline OpenAPI 3.0/3.1 contract",
   description:
-    "Lints an inline OpenAPI 3.0, 3.1 or 3.2 contract (object, JSON or YAML text, up to 4 MiB) with Redocly's " +
+    "Lints an inline OpenAPI 3.0, 3.1 or 3.2 contract (JSON or YAML text up to 3 MiB, or an object of up to 12,000 values) with Redocly's " +
     "recommended (or recommended-strict) rules and Spectral's OpenAPI ruleset side by side, plus checks that " +
     "matter to agents (operationId, 4xx responses, examples, how to pay where the API declares x402), and " +
     "returns bounded, machine-readable findings (rule, severity, JSON Pointer, the engines that found it), one " +
@@ -75,8 +76,9 @@ export const openapiAudit = defineOperation({
   inputFrom: "body",
   input: OpenApiAuditRequest,
   maxBodyBytes: MAX_BODY_BYTES,
-  // An object contract with duplicate keys is ambiguous: refused before payment, with a pointer.
-  json: { rejectDuplicateKeys: true },
+  // An object contract with duplicate keys is ambiguous: refused before payment, with a pointer. A body
+  // of many values would take the event loop longer than 50 ms to parse: counted, and refused, first.
+  json: { rejectDuplicateKeys: true, maxValues: MAX_OBJECT_VALUES + 16 },
   output: OpenApiAuditResponse,
   outputContentType: "application/json",
   example: {

@@ -2,7 +2,13 @@ import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../../canonical-json.ts";
 import { inputJsonSchema } from "../../catalog/json-schema.ts";
 import { zodIssuesToFieldErrors } from "../../problem.ts";
-import { MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH, ParsedContract } from "./contract.ts";
+import {
+  DeferredContract,
+  MAX_CONTRACT_BYTES,
+  MAX_CONTRACT_DEPTH,
+  ParsedContract,
+  parseContract,
+} from "./contract.ts";
 import { openapiAudit } from "./index.ts";
 import { OpenApiAuditRequest } from "./schema.ts";
 
@@ -184,10 +190,34 @@ describe("openapi-audit request: the contract", () => {
     expect(errors[0]?.message).toMatch(/nests deeper than 100 levels/);
   });
 
-  it("rejects YAML alias cycles and alias bombs before they reach Redocly", () => {
-    expect(fieldErrors({ contract: "openapi: 3.1.0\ninfo: &loop\n  self: *loop\n" })).toEqual([
+  it("leaves a large text to the worker: an 85,000-key YAML (68 s on the main thread before) is not parsed here", () => {
+    const text = `openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths: {}\nx-data:\n${Array.from({ length: 85_000 }, (_, i) => `  k${i}: 1\n`).join("")}`;
+    const contract = accepted({ contract: text }).contract;
+    expect(contract).toBeInstanceOf(DeferredContract);
+    // Only a version it names is checked before payment; the rest is the worker's.
+    expect(fieldErrors({ contract: text.replace("openapi: 3.1.0", "openapi: 2.0") })).toEqual([
       {
         pointer: "/contract",
+        message: expect.stringMatching(/^in the contract text: OpenAPI "2\.0" is not supported/),
+      },
+    ]);
+    // In the worker, duplicate keys are found in linear time.
+    const parsed = parseContract(`${text}  k42: 2\n`, { inWorker: true });
+    expect(parsed.ok ? [] : parsed.issues).toEqual([
+      { path: [], message: expect.stringMatching(/Map keys must be unique at line 85005, column 3$/) },
+    ]);
+  });
+
+  it("parses YAML with aliases in the worker, which rejects alias cycles and alias bombs before Redocly", () => {
+    const inWorker = (text: string) => {
+      // Expanding aliases can cost far more than the text's size: not on the main thread.
+      expect(accepted({ contract: text }).contract).toBeInstanceOf(DeferredContract);
+      const parsed = parseContract(text, { inWorker: true });
+      return parsed.ok ? [] : parsed.issues;
+    };
+    expect(inWorker("openapi: 3.1.0\ninfo: &loop\n  self: *loop\n")).toEqual([
+      {
+        path: [],
         message: expect.stringMatching(/nests deeper than 100 levels \(or holds a YAML alias cycle\)/),
       },
     ]);
@@ -200,11 +230,8 @@ describe("openapi-audit request: the contract", () => {
       "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]",
       "f: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]",
     ].join("\n");
-    expect(fieldErrors({ contract: bomb })).toEqual([
-      {
-        pointer: "/contract",
-        message: expect.stringMatching(/^the contract text is not valid YAML: .*alias/i),
-      },
+    expect(inWorker(bomb)).toEqual([
+      { path: [], message: expect.stringMatching(/^the contract text is not valid YAML: .*alias/i) },
     ]);
   });
 });
