@@ -46,7 +46,7 @@ describe("a settlement whose outcome is unknown", () => {
     const balanceOf = usdcBalances(chain.rpcUrl);
     const payer = createPayer(devPrivateKey(2));
     const url = `${service.url}/v1/csv-cleanup`;
-    const request = { rows: [{ id: "kept" }, { id: "KEPT" }] };
+    const request = { rows: [{ id: "kept" }, { id: "KEPT" }], keyColumns: ["id"] };
     const payment = await payer.signPayment(await fetch(url, jsonPost(request)));
     const before = await balanceOf(payer.address);
 
