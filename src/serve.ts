@@ -50,6 +50,15 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
 const NO_CHAIN_ACCESS =
   "this service has no chain access (set RPC_URL) to settle a job's held payment when its result is ready";
 
+const refuse = async (): Promise<never> => {
+  throw new Problem(
+    503,
+    "payments-unavailable",
+    "Not available here",
+    `${NO_CHAIN_ACCESS}; no payment was taken`,
+  );
+};
+
 /** An async operation on a service that cannot settle held payments: refused before any payment. */
 function withoutChainAccess(
   operation: StartedOperation<unknown, unknown>,
@@ -59,22 +68,8 @@ function withoutChainAccess(
     available: false,
     catalogDetails: { ...operation.catalogDetails, unavailable: NO_CHAIN_ACCESS },
     jobHandler: undefined,
-    async admit() {
-      throw new Problem(
-        503,
-        "payments-unavailable",
-        "Not available here",
-        `${NO_CHAIN_ACCESS}; no payment was taken`,
-      );
-    },
-    async handle() {
-      throw new Problem(
-        503,
-        "payments-unavailable",
-        "Not available here",
-        `${NO_CHAIN_ACCESS}; no payment was taken`,
-      );
-    },
+    admit: refuse,
+    handle: refuse,
   };
 }
 
