@@ -20,7 +20,13 @@ const MIN_TESTS: Record<(typeof REPOSITORY_PRODUCTS)[number], number> = {
   "engineering-unit-conversion-api": 75,
 };
 
-function npmTest(dir: string) {
+/**
+ * Other Node.js releases to run each kit's tests with as well (folders holding a `node` binary,
+ * separated by ":"): .ci/run fetches the current LTS lines, 22 and 24, the kits promise.
+ */
+const OTHER_NODES = (process.env.KIT_NODE_DIRS ?? "").split(":").filter(Boolean);
+
+function npmTest(dir: string, nodeDir?: string) {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-buyer-home-"));
   try {
     const result = spawnSync("npm", ["test"], {
@@ -29,7 +35,7 @@ function npmTest(dir: string) {
       timeout: 300_000,
       // Only what a buyer's shell has: no proxy, no module paths, no registry reachable (offline).
       env: {
-        PATH: process.env.PATH ?? "",
+        PATH: nodeDir ? `${nodeDir}${path.delimiter}${process.env.PATH ?? ""}` : (process.env.PATH ?? ""),
         HOME: home,
         NO_COLOR: "1",
         npm_config_offline: "true",
@@ -97,6 +103,30 @@ describe("every kit passes its own tests, unpacked from its built archive in an 
     },
     300_000,
   );
+
+  it("CI runs every kit on Node 22 and 24 too (KIT_NODE_DIRS)", () => {
+    if (process.env.CI) expect(OTHER_NODES.length, "set by .ci/run").toBeGreaterThanOrEqual(2);
+  });
+
+  for (const nodeDir of OTHER_NODES) {
+    const version = spawnSync(path.join(nodeDir, "node"), ["--version"], { encoding: "utf8" }).stdout.trim();
+    it.each(REPOSITORY_PRODUCTS)(
+      `%s: \`npm test\` passes on Node ${version}`,
+      async (slug) => {
+        const dir = await unpack(slug);
+        // The tests' `node` is the first on the PATH npm is given: this one.
+        const env = { PATH: `${nodeDir}${path.delimiter}${process.env.PATH ?? ""}` };
+        expect(spawnSync("node", ["--version"], { cwd: dir, env, encoding: "utf8" }).stdout.trim()).toBe(
+          version,
+        );
+        const run = npmTest(dir, nodeDir);
+        expect(run.status, run.output).toBe(0);
+        expect(run.fail, run.output).toBe(0);
+        expect(run.tests, run.output).toBeGreaterThanOrEqual(MIN_TESTS[slug]);
+      },
+      300_000,
+    );
+  }
 
   it("the unit-conversion service still passes after the buyer edits its README, Dockerfile and version", async () => {
     const dir = await unpack("engineering-unit-conversion-api");
