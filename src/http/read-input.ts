@@ -49,20 +49,7 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
     text = await request.text();
   } else if (request.body) {
     // Chunked: count while reading, so an endless body is cut at the limit.
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel();
-        throw tooLarge(limit);
-      }
-      chunks.push(value);
-    }
-    text = utf8.decode(Buffer.concat(chunks));
+    text = utf8.decode(await readCounting(request.body, limit));
   }
   return parseJsonBody(text, operation);
 }
@@ -73,9 +60,14 @@ async function readBodyBytes(request: Request, limit: number): Promise<Uint8Arra
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
   if (!request.body) return new Uint8Array(0);
   if (declared !== null) return new Uint8Array(await request.arrayBuffer());
+  return readCounting(request.body, limit);
+}
+
+/** A body without a declared length, counted while read so an endless one is cut at `limit` (413). */
+async function readCounting(body: ReadableStream<Uint8Array>, limit: number): Promise<Buffer> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = request.body.getReader();
+  const reader = body.getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;

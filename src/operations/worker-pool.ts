@@ -5,25 +5,34 @@ import { Problem, type ProblemBody } from "../problem.ts";
 /**
  * A small pool of worker threads for an operation's heavy input work (parsing and checking a large
  * body before payment, running the operation after it), so no request keeps the event loop busy.
- * The same shape as openapi-audit's pool: workers start on demand and are reused, one task at a
+ * Used by openapi-audit, json-diff and csv-cleanup: workers start on demand and are reused, one task at a
  * time each; a task over its time or memory limit stops its worker; a full queue is refused at
  * once. Every failure is a Problem (status ≥ 400), so nothing is charged. Idle workers do not keep
  * the process alive.
  *
  * A worker module answers { type: "ready" } once, then one reply per { id, task }: { type: "done",
- * id, result } or { type: "problem", id, problem } (a Problem it threw: a 400 names the field).
+ * id, result } or { type: "problem", id, problem } (a Problem it threw: a 400 names the field), or
+ * { type: "failed", id, message } (or a reply type of the pool's own, see `WorkerPoolVariant`).
  */
 export interface WorkerPoolOptions {
   /** Names the work in messages ("json-diff"). */
   name: string;
   workerUrl: URL;
+  /** Worker threads, started on demand and kept for the next tasks. */
   size: number;
+  /** Tasks waiting for a worker beyond this are refused at once (503). */
   maxQueued: number;
+  /** One task's run time in its worker; over it the worker is stopped and the task is a 422. */
   timeLimitMs: number;
+  /** Longest wait for a free worker before the task is refused (503). */
   queueTimeoutMs: number;
+  /** Longest start of a worker (tsx and the worker's modules load in it). */
   startTimeoutMs: number;
+  /** V8 old-generation heap of each worker; a task that needs more is a 422. */
   maxMemoryMb: number;
 }
+
+export type WorkerRequest<T> = { id: number; task: T };
 
 export type WorkerReply<R> =
   | { type: "ready" }
@@ -58,6 +67,44 @@ const revive = ({ status, slug, title, detail, headers, extensions }: Serialized
   });
 };
 
+/**
+ * How a pool names its work and its problems, and the reply types of its own protocol. Every field
+ * has a generic default built from `WorkerPoolOptions.name`.
+ */
+export interface WorkerPoolVariant {
+  /** The work in details: "the json-diff work", "the audit". */
+  theWork?: string;
+  /** Tasks waiting for a worker: "3 json-diff tasks", "3 audits". */
+  tasks?: (count: number) => string;
+  /** One worker in a failure's reason: "a worker", "an audit worker". */
+  aWorker?: string;
+  /** Each problem's slug and title. */
+  slugs?: Partial<Record<PoolProblem, [slug: string, title: string]>>;
+  /** What a time or memory limit's detail advises after "nothing was charged" (". Send less."). */
+  advice?: Partial<Record<"timeLimit" | "memoryLimit", string>>;
+  /** A reply of the pool's own type (not done, problem or failed) as the Problem its task fails with. */
+  replyProblem?: (type: string, message: string) => Problem | undefined;
+}
+
+type PoolProblem = "busy" | "unavailable" | "timeLimit" | "memoryLimit" | "failed";
+
+const GENERIC_SLUGS: Record<PoolProblem, [slug: string, title: string]> = {
+  busy: ["worker-busy", "Workers busy"],
+  unavailable: ["worker-unavailable", "Temporarily unavailable"],
+  timeLimit: ["time-limit", "Time limit exceeded"],
+  memoryLimit: ["memory-limit", "Memory limit exceeded"],
+  failed: ["worker-failed", "Internal error"],
+};
+
+const STATUS: Record<PoolProblem, number> = {
+  busy: 503,
+  unavailable: 503,
+  timeLimit: 422,
+  memoryLimit: 422,
+  failed: 500,
+};
+const RETRY_AFTER: Partial<Record<PoolProblem, string>> = { busy: "2", unavailable: "5" };
+
 /** Defaults: at most half the CPUs (at least one), the rest stay free for the event loop and settlement. */
 export const defaultPoolSize = () => Math.max(1, Math.min(4, Math.floor(os.availableParallelism() / 2)));
 
@@ -71,6 +118,8 @@ interface Waiting<T, R> {
 interface Slot<T, R> {
   worker: Worker;
   ready: boolean;
+  started: Promise<void>;
+  markStarted: (error?: Error) => void;
   startTimer: NodeJS.Timeout;
   running?: { id: number; waiting: Waiting<T, R>; timer: NodeJS.Timeout };
 }
@@ -82,28 +131,47 @@ export class WorkerPool<T, R> {
   private readonly queue: Waiting<T, R>[] = [];
   private nextId = 1;
   private closed = false;
+  /** After a worker failed to start, no new start before this time (no tight restart loop). */
   private noStartsUntil = 0;
   private startError?: Error;
+  /** Workers started over the pool's life (a test of reuse). */
+  startedWorkers = 0;
 
-  constructor(readonly options: WorkerPoolOptions) {}
+  constructor(
+    readonly options: WorkerPoolOptions,
+    private readonly variant: WorkerPoolVariant = {},
+  ) {}
 
-  private busy(why: string) {
-    return new Problem(503, "worker-busy", "Workers busy", `${why}; retry shortly; ${NOTHING_CHARGED}`, {
-      headers: { "retry-after": "2" },
+  private problem(kind: PoolProblem, detail: string) {
+    const [slug, title] = this.variant.slugs?.[kind] ?? GENERIC_SLUGS[kind];
+    const retryAfter = RETRY_AFTER[kind];
+    return new Problem(STATUS[kind], slug, title, detail, {
+      headers: retryAfter ? { "retry-after": retryAfter } : {},
     });
   }
 
+  private get theWork() {
+    return this.variant.theWork ?? `the ${this.options.name} work`;
+  }
+
+  private busy(why: string) {
+    return this.problem("busy", `${why}; retry shortly; ${NOTHING_CHARGED}`);
+  }
+
   private unavailable(why: string) {
-    return new Problem(503, "worker-unavailable", "Temporarily unavailable", `${why}; ${NOTHING_CHARGED}`, {
-      headers: { "retry-after": "5" },
-    });
+    return this.problem("unavailable", `${why}; ${NOTHING_CHARGED}`);
+  }
+
+  private failed(reason: string) {
+    return this.problem("failed", `${this.theWork} failed (${reason}); ${NOTHING_CHARGED}`);
   }
 
   run(task: T): Promise<R> {
     const { name, maxQueued, queueTimeoutMs } = this.options;
     if (this.closed) return Promise.reject(this.unavailable("the service is shutting down"));
     if (this.queue.length >= maxQueued) {
-      return Promise.reject(this.busy(`${this.queue.length} ${name} tasks are already waiting for a worker`));
+      const waiting = this.variant.tasks?.(this.queue.length) ?? `${this.queue.length} ${name} tasks`;
+      return Promise.reject(this.busy(`${waiting} are already waiting for a worker`));
     }
     return new Promise((resolve, reject) => {
       const waiting: Waiting<T, R> = { task, resolve, reject };
@@ -121,9 +189,20 @@ export class WorkerPool<T, R> {
   /** Starts every worker now and waits until they are ready (benchmarks, tests). */
   async warm(): Promise<void> {
     while (this.slots.size < this.options.size) this.spawn();
-    while ([...this.slots].some((slot) => !slot.ready)) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all([...this.slots].map((slot) => slot.started));
   }
 
+  get stats() {
+    const slots = [...this.slots];
+    return {
+      workers: slots.length,
+      busy: slots.filter((slot) => slot.running).length,
+      queued: this.queue.length,
+      startedWorkers: this.startedWorkers,
+    };
+  }
+
+  /** Refuses new tasks, fails the waiting ones and stops every worker. */
   async close(): Promise<void> {
     this.closed = true;
     for (const waiting of this.queue.splice(0)) {
@@ -149,6 +228,7 @@ export class WorkerPool<T, R> {
       let wanted = Math.min(this.queue.length - starting, this.options.size - this.slots.size);
       while (wanted-- > 0) this.spawn();
     } else if (this.slots.size === 0) {
+      // No worker could start a moment ago and none is left: fail now rather than let tasks wait.
       const reason = this.startError?.message ?? "unknown error";
       for (const waiting of this.queue.splice(0)) {
         clearTimeout(waiting.queueTimer);
@@ -158,44 +238,48 @@ export class WorkerPool<T, R> {
   }
 
   private spawn(): void {
+    let markStarted: (error?: Error) => void = () => {};
+    const started = new Promise<void>((resolve, reject) => {
+      markStarted = (error) => (error ? reject(error) : resolve());
+    });
+    started.catch(() => {}); // Only warm() waits on it; a start failure is handled in fail().
     const worker = new Worker(this.options.workerUrl, {
       resourceLimits: { maxOldGenerationSizeMb: this.options.maxMemoryMb },
     });
+    const aWorker = this.variant.aWorker ?? "a worker";
     const slot: Slot<T, R> = {
       worker,
       ready: false,
+      started,
+      markStarted,
       startTimer: setTimeout(
-        () => this.fail(slot, new Error(`a worker did not start within ${this.options.startTimeoutMs} ms`)),
+        () => this.fail(slot, new Error(`${aWorker} did not start within ${this.options.startTimeoutMs} ms`)),
         this.options.startTimeoutMs,
       ).unref(),
     };
     worker.on("message", (reply: WorkerReply<R>) => this.onReply(slot, reply));
     worker.on("error", (error) => this.fail(slot, error));
-    worker.on("exit", (code) => this.fail(slot, new Error(`a worker exited (code ${code})`)));
+    worker.on("exit", (code) => this.fail(slot, new Error(`${aWorker} exited (code ${code})`)));
     this.slots.add(slot);
+    this.startedWorkers++;
   }
 
   private dispatch(slot: Slot<T, R>, waiting: Waiting<T, R>): void {
     clearTimeout(waiting.queueTimer);
     const id = this.nextId++;
-    const { timeLimitMs, name } = this.options;
+    const { timeLimitMs } = this.options;
     const timer = setTimeout(() => {
       if (slot.running?.id !== id) return;
       slot.running = undefined;
       void this.retire(slot);
-      waiting.reject(
-        new Problem(
-          422,
-          "time-limit",
-          "Time limit exceeded",
-          `the ${name} work did not finish within ${timeLimitMs} ms and was stopped; ${NOTHING_CHARGED}. Send less.`,
-        ),
-      );
+      const advice = this.variant.advice?.timeLimit ?? ". Send less.";
+      const stopped = `did not finish within ${timeLimitMs} ms and was stopped`;
+      waiting.reject(this.problem("timeLimit", `${this.theWork} ${stopped}; ${NOTHING_CHARGED}${advice}`));
       this.pump();
     }, timeLimitMs);
     slot.running = { id, waiting, timer };
-    slot.worker.ref();
-    slot.worker.postMessage({ id, task: waiting.task });
+    slot.worker.ref(); // A running task keeps the process alive; an idle worker does not.
+    slot.worker.postMessage({ id, task: waiting.task } satisfies WorkerRequest<T>);
   }
 
   private onReply(slot: Slot<T, R>, reply: WorkerReply<R>): void {
@@ -203,6 +287,7 @@ export class WorkerPool<T, R> {
       clearTimeout(slot.startTimer);
       this.noStartsUntil = 0;
       slot.ready = true;
+      slot.markStarted();
       slot.worker.unref();
       this.pump();
       return;
@@ -214,35 +299,29 @@ export class WorkerPool<T, R> {
     slot.worker.unref();
     if (reply.type === "done") running.waiting.resolve(reply.result);
     else if (reply.type === "problem") running.waiting.reject(revive(reply.problem));
-    else running.waiting.reject(this.failed(reply.message));
+    else {
+      // "failed", or a reply type of the pool's own protocol.
+      const own = this.variant.replyProblem?.(reply.type, reply.message);
+      running.waiting.reject(own ?? this.failed(reply.message));
+    }
     this.pump();
   }
 
-  private failed(reason: string) {
-    return new Problem(
-      500,
-      "worker-failed",
-      "Internal error",
-      `the ${this.options.name} work failed (${reason}); ${NOTHING_CHARGED}`,
-    );
-  }
-
+  /** A worker died (crash, out of memory, failed start): its task fails, the pool carries on. */
   private fail(slot: Slot<T, R>, error: Error): void {
     if (!this.slots.has(slot)) return;
     const running = slot.running;
     slot.running = undefined;
     void this.retire(slot);
+    slot.markStarted(error);
     if (running) {
       clearTimeout(running.timer);
       const outOfMemory = (error as NodeJS.ErrnoException).code === "ERR_WORKER_OUT_OF_MEMORY";
+      const advice = this.variant.advice?.memoryLimit ?? "";
+      const needed = `needed more than ${this.options.maxMemoryMb} MB and was stopped`;
       running.waiting.reject(
         outOfMemory
-          ? new Problem(
-              422,
-              "memory-limit",
-              "Memory limit exceeded",
-              `the ${this.options.name} work needed more than ${this.options.maxMemoryMb} MB and was stopped; ${NOTHING_CHARGED}`,
-            )
+          ? this.problem("memoryLimit", `${this.theWork} ${needed}; ${NOTHING_CHARGED}${advice}`)
           : this.failed(error.message),
       );
     } else if (!slot.ready) {

@@ -1,9 +1,9 @@
 import { parentPort } from "node:worker_threads";
+import type { WorkerRequest } from "../worker-pool.ts";
 import { type AuditJob, auditDocument, ContractRefused, redoclyConfig } from "./audit.ts";
 import { warmSpectral } from "./spectral.ts";
 
-/** Messages between the pool (main thread) and an audit worker. */
-export type WorkerRequest = { id: number; job: AuditJob };
+/** Messages between the pool (main thread) and an audit worker: { id, task } in, these out. */
 export type WorkerReply =
   | { type: "ready" }
   | { type: "done"; id: number; result: Awaited<ReturnType<typeof auditDocument>> }
@@ -21,7 +21,7 @@ globalThis.fetch = () => Promise.reject(new Error("the audit worker makes no net
 await Promise.all([redoclyConfig("recommended"), redoclyConfig("strict")]);
 warmSpectral();
 
-port.on("message", async ({ id, job }: WorkerRequest) => {
+port.on("message", async ({ id, task: job }: WorkerRequest<AuditJob>) => {
   let reply: WorkerReply;
   try {
     reply = { type: "done", id, result: await auditDocument(job) };

@@ -10,7 +10,7 @@ const result = (openapi) => ({
   truncated: false,
 });
 
-parentPort.on("message", ({ id, job }) => {
+parentPort.on("message", ({ id, task: job }) => {
   const mode = job.document["x-test"];
   if (mode === "spin") for (;;);
   if (mode === "crash") throw new Error("the worker crashed");
