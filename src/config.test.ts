@@ -108,6 +108,7 @@ describe("research and job settings", () => {
       retentionMs: 7 * 86_400_000,
       leaseMs: 60_000,
       maxAttempts: 3,
+      maxHeldPerPayer: 3,
       workerConcurrency: 2,
       inProcessWorker: true,
     });
