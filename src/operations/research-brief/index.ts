@@ -155,6 +155,11 @@ export const researchBrief = defineOperation({
       status: 503,
       description: "The research worker or a source it needs is unavailable; no payment is taken.",
     },
+    {
+      status: 429,
+      description:
+        "This payer already has JOB_MAX_HELD_PER_PAYER jobs running on payments held until they deliver; nothing is charged.",
+    },
   ],
   start,
 });
