@@ -7,19 +7,16 @@ import { freePort } from "./service.ts";
 
 /** Ways a payment can go wrong on the chain's side, for end-to-end tests of the paid pipeline. */
 
-/** The EIP-3009 signature a payer gives for `authorization`, over Base USDC's real EIP-712 domain. */
-export function signTransferAuthorization(
-  account: PrivateKeyAccount,
-  authorization: {
-    from: `0x${string}`;
-    to: `0x${string}`;
-    value: bigint;
-    validAfter: bigint;
-    validBefore: bigint;
-    nonce: `0x${string}`;
-  },
-): Promise<`0x${string}`> {
-  return account.signTypedData({
+/** The EIP-712 typed data of an EIP-3009 transfer authorization over Base USDC's real domain. */
+export function transferAuthorizationTypedData(authorization: {
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: `0x${string}`;
+}) {
+  return {
     domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: BASE_USDC_ADDRESS },
     types: {
       TransferWithAuthorization: [
@@ -33,7 +30,15 @@ export function signTransferAuthorization(
     },
     primaryType: "TransferWithAuthorization",
     message: authorization,
-  });
+  } as const;
+}
+
+/** The EIP-3009 signature a payer gives for `authorization`, over Base USDC's real EIP-712 domain. */
+export function signTransferAuthorization(
+  account: PrivateKeyAccount,
+  authorization: Parameters<typeof transferAuthorizationTypedData>[0],
+): Promise<`0x${string}`> {
+  return account.signTypedData(transferAuthorizationTypedData(authorization));
 }
 
 /** The ledger key of a signed payment: network, asset, payer and nonce. */

@@ -15,6 +15,8 @@ import {
   readLedger,
   type SpendPolicy,
 } from "../../products/agent-safe-paid-work-kit/lib/index.mjs";
+import { BASE_USDC_ADDRESS } from "../../src/config.ts";
+import { transferAuthorizationTypedData } from "../helpers/payment-faults.ts";
 
 /**
  * The agent-safe paid work kit's guard on the REAL x402 client: @x402/fetch's wrapFetchWithPayment
@@ -24,7 +26,7 @@ import {
  * ledger. The seller verifies every signature it receives, so "signed" means a usable authorization.
  */
 
-const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+const USDC = BASE_USDC_ADDRESS;
 const SELLER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d" as const;
 const payer = privateKeyToAccount(KEY);
@@ -71,26 +73,14 @@ async function startSeller(options: { price: (quote: number) => string; receipts
     const authorization: Authorization = payload.payload.authorization;
     const valid = await verifyTypedData({
       address: getAddress(authorization.from),
-      domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: USDC },
-      types: {
-        TransferWithAuthorization: [
-          { name: "from", type: "address" },
-          { name: "to", type: "address" },
-          { name: "value", type: "uint256" },
-          { name: "validAfter", type: "uint256" },
-          { name: "validBefore", type: "uint256" },
-          { name: "nonce", type: "bytes32" },
-        ],
-      },
-      primaryType: "TransferWithAuthorization",
-      message: {
+      ...transferAuthorizationTypedData({
         from: getAddress(authorization.from),
         to: getAddress(authorization.to),
         value: BigInt(authorization.value),
         validAfter: BigInt(authorization.validAfter),
         validBefore: BigInt(authorization.validBefore),
         nonce: authorization.nonce,
-      },
+      }),
       signature: payload.payload.signature,
     });
     if (!valid) throw new Error("the seller received an invalid signature");
