@@ -78,18 +78,24 @@ const FREE_GET_PATHS = [
   JOB_STATUS_PATH,
 ];
 
-/** The catalog with what an operation says of itself now (an upstream down) over its start-time availability. */
-function liveCatalog(catalog: Documents["catalog"], started: AppServices["started"]) {
-  const now = new Map<string, string>();
+/** What each operation says of itself now (an upstream down), by operation id; empty when all can serve. */
+function unavailableNow(started: AppServices["started"]): Map<string, string> {
+  const reasons = new Map<string, string>();
   for (const [id, operation] of started) {
     const reason = operation.unavailableNow?.();
-    if (reason) now.set(id, reason);
+    if (reason) reasons.set(id, reason);
   }
-  if (now.size === 0) return catalog;
+  return reasons;
+}
+
+/** The catalog with what an operation says of itself now over its start-time availability. */
+function liveCatalog(catalog: Documents["catalog"], started: AppServices["started"]) {
+  const reasons = unavailableNow(started);
+  if (reasons.size === 0) return catalog;
   return {
     ...catalog,
     operations: catalog.operations.map((entry) =>
-      now.has(entry.id) ? { ...entry, available: false, unavailable: now.get(entry.id) } : entry,
+      reasons.has(entry.id) ? { ...entry, available: false, unavailable: reasons.get(entry.id) } : entry,
     ),
   };
 }
@@ -100,17 +106,19 @@ function liveX402(
   operations: AppServices["operations"],
   started: AppServices["started"],
 ) {
-  const reasons = new Map<string, string>();
-  for (const operation of operations) {
-    const reason = started.get(operation.id)?.unavailableNow?.();
-    if (reason) reasons.set(operation.path, reason);
-  }
+  const byId = unavailableNow(started);
   const manifest = x402 as { resources?: { resource: string }[] };
-  if (reasons.size === 0 || !Array.isArray(manifest.resources)) return x402;
+  if (byId.size === 0 || !Array.isArray(manifest.resources)) return x402;
+  const byPath = new Map<string, string>(
+    operations.flatMap((operation) => {
+      const reason = byId.get(operation.id);
+      return reason ? [[operation.path, reason] as const] : [];
+    }),
+  );
   return {
     ...manifest,
     resources: manifest.resources.map((entry) => {
-      const reason = reasons.get(new URL(entry.resource).pathname);
+      const reason = byPath.get(new URL(entry.resource).pathname);
       return reason ? { ...entry, available: false, unavailable: reason } : entry;
     }),
   };
