@@ -51,6 +51,20 @@ describe("reading a TED notice", () => {
     expect(decodeEntities("Falu Energi &amp; Vatten &#246; &#xE4; &unknown;")).toBe(
       "Falu Energi & Vatten ö ä &unknown;",
     );
+    // Every named HTML entity, not a handful; a code point past U+10FFFF is U+FFFD, never a throw;
+    // a bare "&" (and a legacy name without ";") is text.
+    expect(decodeEntities("Caf&eacute; M&Uuml;LLER &mdash; Sm&oslash;rrebr&oslash;d &hellip;")).toBe(
+      "Café MÜLLER — Smørrebrød …",
+    );
+    expect(decodeEntities("bad &#x110000; &#99999999999; &#0; end")).toBe("bad \uFFFD \uFFFD \uFFFD end");
+    expect(decodeEntities("AT&T &notice R&D &amp")).toBe("AT&T &notice R&D &amp");
+    expect(
+      normalizeNotice({
+        "publication-number": "3-2026",
+        "title-proc": { deu: ["Stadtwerke M&uuml;nchen &ndash; Reinigung"] },
+        "buyer-name": { deu: ["Gemeinde &#x110000; &Auml;"] },
+      }),
+    ).toMatchObject({ title: "Stadtwerke München – Reinigung" });
     const notice = normalizeNotice({
       "publication-number": "1-2026",
       "title-proc": { fra: "Nettoyage des locaux" },

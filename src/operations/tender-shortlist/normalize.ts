@@ -1,3 +1,4 @@
+import { decodeHTMLStrict } from "entities";
 import type { TedNotice } from "./ted-client.ts";
 
 /** Which deadline: to submit a tender, to request to participate (restricted, negotiated, competitive
@@ -81,16 +82,13 @@ function languageMap(value: unknown): Map<string, string[]> {
   return map;
 }
 
-const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " " };
-
-/** TED passes some buyer names through with HTML entities ("Falu Energi &amp; Vatten"). */
+/**
+ * TED passes some buyer names and titles through with HTML entities ("Falu Energi &amp; Vatten",
+ * "M&uuml;nchen"): every named entity of HTML and numeric references, strictly (only with the ";",
+ * so "AT&T" and "&notice" stay text); a numeric reference past U+10FFFF, or 0, is U+FFFD.
+ */
 export function decodeEntities(text: string): string {
-  return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, entity: string) => {
-    if (entity.startsWith("#x") || entity.startsWith("#X"))
-      return String.fromCodePoint(parseInt(entity.slice(2), 16));
-    if (entity.startsWith("#")) return String.fromCodePoint(Number(entity.slice(1)));
-    return ENTITIES[entity.toLowerCase()] ?? whole;
-  });
+  return text.includes("&") ? decodeHTMLStrict(text) : text;
 }
 
 /** The first language present in `preferences`, else the first language of the map. */
