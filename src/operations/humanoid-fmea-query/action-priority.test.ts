@@ -1,6 +1,11 @@
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
-import { type ActionPriority, actionPriority } from "./action-priority.ts";
+import {
+  type ActionPriority,
+  AIAG_VDA_2019_AP_TABLE,
+  actionPriority,
+  aiagVdaActionPriority,
+} from "./action-priority.ts";
 
 const RANK: Record<ActionPriority, number> = { L: 0, M: 1, H: 2 };
 const ratings = Array.from({ length: 10 }, (_, i) => i + 1);
@@ -49,5 +54,120 @@ describe("our action-priority rule", () => {
       ).toBe(ap);
     }
     expect(new Set(examples.map((m) => m[4]))).toEqual(new Set(["H", "M", "L"]));
+  });
+});
+
+/**
+ * An independent transcription of the AIAG-VDA 2019 AP table, written cell by cell: for each
+ * severity, ten strings (O = 1 … 10), each ten letters (D = 1 … 10). Written out from the published
+ * rows, not generated from the module's bands.
+ */
+const S9_10 = [
+  "LLLLLLLLLL", // O1
+  "LLLLMMHHHH", // O2
+  "LLLLMMHHHH", // O3
+  "MHHHHHHHHH", // O4
+  "MHHHHHHHHH", // O5
+  "HHHHHHHHHH", // O6
+  "HHHHHHHHHH", // O7
+  "HHHHHHHHHH", // O8
+  "HHHHHHHHHH", // O9
+  "HHHHHHHHHH", // O10
+];
+const S7_8 = [
+  "LLLLLLLLLL",
+  "LLLLMMMMMM",
+  "LLLLMMMMMM",
+  "MMMMMMHHHH",
+  "MMMMMMHHHH",
+  "MHHHHHHHHH",
+  "MHHHHHHHHH",
+  "HHHHHHHHHH",
+  "HHHHHHHHHH",
+  "HHHHHHHHHH",
+];
+const S4_6 = [
+  "LLLLLLLLLL",
+  "LLLLLLLLLL",
+  "LLLLLLLLLL",
+  "LLLLLLMMMM",
+  "LLLLLLMMMM",
+  "LMMMMMMMMM",
+  "LMMMMMMMMM",
+  "MMMMHHHHHH",
+  "MMMMHHHHHH",
+  "MMMMHHHHHH",
+];
+const S2_3 = [
+  "LLLLLLLLLL",
+  "LLLLLLLLLL",
+  "LLLLLLLLLL",
+  "LLLLLLLLLL",
+  "LLLLLLLLLL",
+  "LLLLLLLLLL",
+  "LLLLLLLLLL",
+  "LLLLMMMMMM",
+  "LLLLMMMMMM",
+  "LLLLMMMMMM",
+];
+const S1 = Array(10).fill("LLLLLLLLLL");
+const BY_SEVERITY = [S1, S2_3, S2_3, S4_6, S4_6, S4_6, S7_8, S7_8, S9_10, S9_10];
+const transcribed = (s: number, o: number, d: number) => (BY_SEVERITY[s - 1] as string[])[o - 1]?.[d - 1];
+
+describe("the AIAG-VDA 2019 action priority", () => {
+  it("equals the cell-by-cell transcription in all 1,000 cells", () => {
+    let checked = 0;
+    for (const r of all) {
+      expect(aiagVdaActionPriority(r), `S${r.severity} O${r.occurrence} D${r.detection}`).toBe(
+        transcribed(r.severity, r.occurrence, r.detection),
+      );
+      checked++;
+    }
+    expect(checked).toBe(1000);
+  });
+
+  it("is encoded as the published rows: bands cover every S × O once", () => {
+    for (let s = 1; s <= 10; s++)
+      for (let o = 1; o <= 10; o++) {
+        const rows = AIAG_VDA_2019_AP_TABLE.filter(
+          ([sb, ob]) => s >= sb[0] && s <= sb[1] && o >= ob[0] && o <= ob[1],
+        );
+        expect(rows, `S${s} O${o}`).toHaveLength(1);
+      }
+    expect(() => aiagVdaActionPriority({ severity: 11, occurrence: 1, detection: 1 })).toThrow(RangeError);
+  });
+
+  it("differs from utility402-strict-1 in 169 cells: ours stricter in 153, laxer in 16 (the cells docs/humanoid-fmea.md lists)", () => {
+    const stricter: string[] = [];
+    const laxer: string[] = [];
+    for (const r of all) {
+      const ours = RANK[actionPriority(r)];
+      const theirs = RANK[aiagVdaActionPriority(r)];
+      const cell = `S${r.severity} O${r.occurrence} D${r.detection}`;
+      if (ours > theirs) stricter.push(cell);
+      if (ours < theirs) laxer.push(cell);
+    }
+    expect(stricter).toHaveLength(153);
+    expect(laxer).toEqual([
+      "S2 O8 D5",
+      "S2 O8 D6",
+      "S2 O9 D5",
+      "S2 O9 D6",
+      "S2 O10 D5",
+      "S2 O10 D6",
+      "S3 O8 D5",
+      "S3 O8 D6",
+      "S3 O9 D5",
+      "S3 O9 D6",
+      "S3 O10 D5",
+      "S3 O10 D6",
+      "S7 O2 D5",
+      "S7 O2 D6",
+      "S8 O2 D5",
+      "S8 O2 D6",
+    ]);
+    // The reviewer's example: S8 O2 D6 is L under our rule, M under AIAG-VDA.
+    expect(actionPriority({ severity: 8, occurrence: 2, detection: 6 })).toBe("L");
+    expect(aiagVdaActionPriority({ severity: 8, occurrence: 2, detection: 6 })).toBe("M");
   });
 });
