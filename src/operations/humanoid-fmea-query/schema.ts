@@ -17,7 +17,7 @@ const Text = z
   .min(1)
   .max(200)
   .superRefine((text, ctx) => {
-    if (fits(text, 200) && tokenize(text).length === 0)
+    if (fits(text, 200) && tokenize(text, "query").length === 0)
       ctx.addIssue({ code: "custom", message: "no searchable word in `text`" });
   })
   .meta({

@@ -11,6 +11,29 @@ describe("tokenize and stem", () => {
     expect(["press", "status", "analysis"].map(stem)).toEqual(["press", "status", "analysis"]);
     expect(tokenize("ISO/TS 15066:2016, Émission")).toEqual(["iso", "ts", "15066", "2016", "emission"]);
   });
+
+  it("reads e-stop as one term, never as the letters of e.g., and folds engineers' synonyms", () => {
+    for (const spelling of ["e-stop", "E-Stop", "estop", "E stop", "emergency stop", "Emergency-stopping"])
+      expect(tokenize(spelling, "query"), spelling).toEqual(["estop"]);
+    expect(tokenize("e.g. i.e. cf. etc.", "query")).toEqual([]);
+    expect(tokenize("fixtures, e.g. a mannequin")).not.toContain("e");
+    expect(tokenize("harmonic drive", "query")).toEqual(tokenize("strain wave", "query"));
+    expect(tokenize("Strain-wave gear")).toEqual(
+      expect.arrayContaining(["strain", "wave", ...tokenize("strain wave", "query")]),
+    );
+    for (const phrase of ["finger trap", "crush", "crushing", "pinching"])
+      expect(tokenize(phrase, "query"), phrase).toEqual(["pinch"]);
+    for (const phrase of [
+      "LLM",
+      "VLA",
+      "foundation model",
+      "large language models",
+      "vision-language-action model",
+    ])
+      expect(tokenize(phrase, "query"), phrase).toEqual(["foundationmodel"]);
+    expect(tokenize("robot tips over", "query")).toEqual(["robot", "tipover"]);
+    expect(tokenize("tip-over")).toEqual(expect.arrayContaining(["tip", "over", "tipover"]));
+  });
 });
 
 describe("BM25", () => {
@@ -42,6 +65,25 @@ describe("BM25", () => {
     expect(index.idf("cell")).toBeGreaterThan(index.idf("fire"));
     expect(index.search("battery").map((h) => h.doc.id)).toEqual(["a", "b"]);
     expect(index.search("nothing here").length).toBe(0);
+  });
+
+  it("keeps only the documents with the most query terms: all of them when any document has them all", () => {
+    // "battery fire": a has both; b has only battery, c and d only fire.
+    expect(index.search("battery fire").map((h) => h.doc.id)).toEqual(["a"]);
+    // "battery door": no document has both, so every document with one of them, best first.
+    expect(
+      index
+        .search("battery door")
+        .map((h) => h.doc.id)
+        .sort(),
+    ).toEqual(["a", "b", "c", "d"]);
+    // The level is taken among the documents the filter keeps.
+    expect(
+      index
+        .search("battery fire", (d) => d.id !== "a")
+        .map((h) => h.doc.id)
+        .sort(),
+    ).toEqual(["b", "c", "d"]);
   });
 
   it("breaks ties by document order, deterministically", () => {

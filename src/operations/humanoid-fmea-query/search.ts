@@ -25,15 +25,60 @@ export function stem(word: string): string {
   return w;
 }
 
-/** Lower-cased words and numbers, diacritics removed, stop words dropped, each stemmed. */
-export function tokenize(text: string): string[] {
-  return text
+/**
+ * Terms engineers write in several ways, folded to one canonical token. Documents keep their own
+ * words and gain the canonical token; a query's phrase becomes the canonical token alone, so
+ * `e-stop`, `E-Stop`, `estop` and `emergency stop` are one term (and `e-stop` no longer meets "e.g.").
+ */
+export const SYNONYMS: readonly { term: string; patterns: readonly RegExp[] }[] = [
+  { term: "estop", patterns: [/\be[ -]?stop(s|ped|ping)?\b/g, /\bemergency[ -]+stop(s|ped|ping)?\b/g] },
+  { term: "strainwave", patterns: [/\bstrain[ -]+wave\b/g, /\bharmonic[ -]+drives?\b/g] },
+  { term: "pinch", patterns: [/\bpinch(es|ed|ing)?\b/g, /\bfinger[ -]+traps?\b/g, /\bcrush(es|ed|ing)?\b/g] },
+  {
+    term: "foundationmodel",
+    patterns: [
+      /\bllms?\b/g,
+      /\bvlas?\b/g,
+      /\bfoundation[ -]+models?\b/g,
+      /\blarge[ -]+language[ -]+models?\b/g,
+      /\bvision[ -]+language[ -]+action( +models?)?\b/g,
+    ],
+  },
+  { term: "tipover", patterns: [/\btip(s|ping|ped)?[ -]+over\b/g, /\btopple(s|d)?\b/g, /\btoppling\b/g] },
+];
+
+const fold = (text: string) =>
+  text
     .normalize("NFKD")
     .replace(/\p{M}/gu, "")
     .toLowerCase()
+    // Abbreviations whose letters would otherwise become words ("e.g." → "e", "g").
+    .replace(/\b(e\.g|i\.e|cf|etc)\.?(?![a-z0-9])/g, " ");
+
+const words = (text: string) =>
+  text
     .split(/[^a-z0-9]+/)
-    .filter((token) => token.length > 0 && !STOP_WORDS.has(token))
+    .filter((token) => token.length > 0 && !STOP_WORDS.has(token) && !/^[a-z]$/.test(token))
     .map(stem);
+
+/**
+ * Lower-cased words and numbers, diacritics removed, stop words and single letters dropped, each
+ * stemmed, with the canonical synonym tokens. `query` mode replaces a synonym phrase by its
+ * canonical token; document mode keeps the phrase's own words as well.
+ */
+export function tokenize(text: string, mode: "document" | "query" = "document"): string[] {
+  let folded = fold(text);
+  const canonical: string[] = [];
+  for (const { term, patterns } of SYNONYMS) {
+    for (const pattern of patterns) {
+      folded = folded.replace(pattern, (phrase) => {
+        canonical.push(term);
+        return mode === "query" ? ` ${term} ` : ` ${phrase} `;
+      });
+    }
+  }
+  const tokens = words(folded);
+  return mode === "query" ? tokens : [...tokens, ...canonical.map(stem)];
 }
 
 export interface WeightedField {
@@ -91,28 +136,45 @@ export class Bm25Index<T> {
 
   /** Score of every document for the query (0 where no query term occurs), in document order. */
   scores(query: string): number[] {
-    const terms = [...new Set(tokenize(query))];
+    return this.#rank(query).map((r) => r.score);
+  }
+
+  #rank(query: string): { score: number; matched: number }[] {
+    const terms = [...new Set(tokenize(query, "query"))];
     return this.#termFrequencies.map((frequencies, index) => {
       const norm = this.#k1 * (1 - this.#b + (this.#b * (this.#lengths[index] ?? 0)) / this.#averageLength);
       let score = 0;
+      let matched = 0;
       for (const term of terms) {
         const tf = frequencies.get(term);
-        if (tf) score += (this.idf(term) * tf * (this.#k1 + 1)) / (tf + norm);
+        if (tf) {
+          score += (this.idf(term) * tf * (this.#k1 + 1)) / (tf + norm);
+          matched++;
+        }
       }
-      return score;
+      return { score, matched };
     });
   }
 
   /**
-   * Documents that contain at least one query term, best first. Scores are rounded to `decimals`
-   * before ranking, so documents whose shown scores are equal keep document order.
+   * Documents that contain the most of the query's distinct terms: every term when any document
+   * has them all, otherwise the highest number any document reaches (at least one). Best BM25 score
+   * first; scores are rounded to `decimals` before ranking, so documents whose shown scores are
+   * equal keep document order.
    */
   search(query: string, include: (doc: T) => boolean = () => true, decimals = 3): Ranked<T>[] {
     const scale = 10 ** decimals;
-    const scores = this.scores(query);
-    return this.#docs
-      .map((doc, index) => ({ doc, score: Math.round((scores[index] ?? 0) * scale) / scale, index }))
-      .filter((hit) => hit.score > 0 && include(hit.doc))
+    const hits = this.#rank(query)
+      .map(({ score, matched }, index) => ({
+        doc: this.#docs[index] as T,
+        score: Math.round(score * scale) / scale,
+        matched,
+        index,
+      }))
+      .filter((hit) => hit.matched > 0 && hit.score > 0 && include(hit.doc));
+    const best = Math.max(0, ...hits.map((hit) => hit.matched));
+    return hits
+      .filter((hit) => hit.matched === best)
       .sort((a, b) => b.score - a.score || a.index - b.index)
       .map(({ doc, score }) => ({ doc, score }));
   }
