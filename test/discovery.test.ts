@@ -130,7 +130,16 @@ describe("discovery documents agree with the registry", () => {
         (r: any) => r.resource === terms.resource.url && r.method === operation.method,
       );
       expect(entry.accepts).toEqual(terms.accepts);
-      expect(entry.extensions).toEqual(terms.extensions);
+      // The 402 carries a compact Bazaar extension (it must fit a header); the manifest the full one.
+      // Both are valid and describe the same call.
+      const compact = terms.extensions?.bazaar as Parameters<typeof validateDiscoveryExtension>[0];
+      expect(validateDiscoveryExtension(compact), operation.id).toEqual({ valid: true });
+      expect(compact.info.input).toEqual(entry.extensions.bazaar.info.input);
+      expect(entry.extensions.bazaar.info.output).toEqual(
+        operation.example.output === undefined
+          ? undefined
+          : { type: "json", example: operation.example.output },
+      );
     }
   });
 

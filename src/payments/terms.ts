@@ -6,6 +6,13 @@ import { inputJsonSchema, outputJsonSchema } from "../catalog/json-schema.ts";
 import type { AnyOperation } from "../catalog/operation.ts";
 import { atomicPrice } from "../catalog/registry.ts";
 
+/**
+ * The largest PAYMENT-REQUIRED header a route may have. nginx (and most proxies) read all of a
+ * response's headers into one 4 KB buffer by default; the rest of a 402's headers (CORS, request id,
+ * content type, a rejection reason of at most 200 characters) take under 1 KB.
+ */
+export const MAX_PAYMENT_REQUIRED_BYTES = 2800;
+
 export interface PaymentSettings {
   network: `${string}:${string}`;
   asset: `0x${string}`;
@@ -23,6 +30,11 @@ export interface PaymentTerms {
   paymentRequired: PaymentRequired;
   /** base64 PAYMENT-REQUIRED header value, encoded once. */
   header: string;
+  /**
+   * The route's full Bazaar extension (complete input and output JSON Schemas, the output example), as
+   * /.well-known/x402 lists it. The 402 carries the compact one (`paymentRequired.extensions`).
+   */
+  discovery: Record<string, unknown>;
 }
 
 export function paymentRequirements(operation: AnyOperation, settings: PaymentSettings): PaymentRequirements {
@@ -39,7 +51,11 @@ export function paymentRequirements(operation: AnyOperation, settings: PaymentSe
   };
 }
 
-/** The x402 Bazaar discovery extension of a route, generated from its schemas and examples. */
+/**
+ * The route's full x402 Bazaar discovery extension: the complete input and output JSON Schemas and
+ * both examples. Listed in /.well-known/x402 (the OpenAPI document and the agent skills carry the same
+ * schemas); too large for a header (up to 10 KB of JSON, 13 KB once base64-encoded).
+ */
 export function bazaarDeclaration(operation: AnyOperation): Record<string, unknown> {
   const output = { example: operation.example.output, schema: outputJsonSchema(operation) };
   if (operation.inputFrom === "body") {
@@ -55,6 +71,41 @@ export function bazaarDeclaration(operation: AnyOperation): Record<string, unkno
     inputSchema: inputJsonSchema(operation),
     output,
   });
+}
+
+/**
+ * The input schema reduced to its first level: each top-level property with its JSON type only, and
+ * which ones are required. It still validates the route's example (it only drops constraints), and is
+ * what the Bazaar specification's own examples declare (`"city": { "type": "string" }`).
+ */
+export function shallowInputSchema(operation: AnyOperation): Record<string, unknown> {
+  const full = inputJsonSchema(operation);
+  const properties = (full.properties ?? {}) as Record<string, Record<string, unknown>>;
+  return {
+    type: "object",
+    properties: Object.fromEntries(
+      Object.entries(properties).map(([name, schema]) => [
+        name,
+        schema.type !== undefined ? { type: schema.type } : {},
+      ]),
+    ),
+    ...(Array.isArray(full.required) && full.required.length > 0 ? { required: full.required } : {}),
+  };
+}
+
+/**
+ * The compact Bazaar extension a 402 carries: the example input and a first-level input schema, built
+ * by the official declareDiscoveryExtension; no output example or schema (optional in the Bazaar
+ * specification). The official client echoes the extension back in PAYMENT-SIGNATURE, so it bounds both
+ * headers: every route's PAYMENT-REQUIRED and PAYMENT-SIGNATURE stay well within one 4 KB proxy buffer
+ * (nginx's default). The full declaration is in /.well-known/x402.
+ */
+export function compactBazaarDeclaration(operation: AnyOperation): Record<string, unknown> {
+  const input = operation.example.input as Record<string, unknown> | undefined;
+  if (operation.inputFrom === "body") {
+    return declareDiscoveryExtension({ bodyType: "json", input, inputSchema: shallowInputSchema(operation) });
+  }
+  return declareDiscoveryExtension({ input, inputSchema: shallowInputSchema(operation) });
 }
 
 export async function buildPaymentTerms(
@@ -82,8 +133,16 @@ export async function buildPaymentTerms(
     [requirements],
     { url, description: operation.summary, mimeType: operation.outputContentType },
     undefined,
-    resourceServer.enrichExtensions(bazaarDeclaration(operation), context),
+    resourceServer.enrichExtensions(compactBazaarDeclaration(operation), context),
     context,
   );
-  return { requirements, paymentRequired, header: encodePaymentRequiredHeader(paymentRequired) };
+  const header = encodePaymentRequiredHeader(paymentRequired);
+  if (header.length > MAX_PAYMENT_REQUIRED_BYTES) {
+    throw new Error(
+      `${operation.id}: its PAYMENT-REQUIRED header is ${header.length} bytes (at most ${MAX_PAYMENT_REQUIRED_BYTES}, ` +
+        "so that every response's headers fit a proxy's 4 KB buffer): shorten its summary or example input",
+    );
+  }
+  const discovery = resourceServer.enrichExtensions(bazaarDeclaration(operation), context);
+  return { requirements, paymentRequired, header, discovery };
 }
