@@ -11,6 +11,7 @@ const STORE_SENSITIVE = [
   "test/operations/research-brief.e2e.test.ts",
   "test/operations/research-brief-settlement.e2e.test.ts",
   "test/operations/research-brief-workers.e2e.test.ts",
+  "test/hardening/concurrent-duplicates.e2e.test.ts",
 ];
 
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: "forks" as const };

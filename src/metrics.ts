@@ -116,6 +116,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly recovered = new Counter({
+    name: "utility402_payments_recovered_total",
+    help: "Payments left unfinished by a stopped owner (crash, lost store) that the recovery sweeper resolved, by operation and the state it found.",
+    labelNames: ["operation", "state"] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "utility402_" });
     this.requests.register(this.registry);
@@ -131,5 +138,9 @@ export class Metrics {
 
   paymentRejected(operation: string, reason: string): void {
     this.rejected.inc({ operation, reason });
+  }
+
+  paymentRecovered(operation: string, state: string): void {
+    this.recovered.inc({ operation, state });
   }
 }

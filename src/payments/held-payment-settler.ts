@@ -6,6 +6,7 @@ import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/author
 import type { Job, JobError } from "../jobs/queue.ts";
 import type { Metrics } from "../metrics.ts";
 import type { PaymentCompletion, PaymentRecord, Store } from "../store/store.ts";
+import { SweepLoop } from "./sweep-loop.ts";
 
 /** How often every held payment and every ready job is looked at (a finished in-process job wakes it at once). */
 const SWEEP_INTERVAL_MS = 500;
@@ -56,47 +57,28 @@ export type HeldOutcome = "settled" | "failed" | "released" | "waiting" | "open"
  */
 export class HeldPaymentSettler {
   private readonly now: () => number;
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
+  private readonly loop: SweepLoop;
   /** Payments whose settlement was refused or unknown: not tried again before this time (epoch ms). */
   private readonly retryAt = new Map<string, number>();
   private readonly attempts = new Map<string, number>();
 
   constructor(private readonly options: HeldPaymentSettlerOptions) {
     this.now = options.now ?? Date.now;
+    this.loop = new SweepLoop(() => this.sweep(), SWEEP_INTERVAL_MS, options.log, "held payment sweep");
   }
 
   start(): void {
-    this.timer = setInterval(() => this.wake(), SWEEP_INTERVAL_MS);
-    this.timer.unref();
-    this.wake();
+    this.loop.start();
   }
 
   /** Stops looking; resolves once a look in progress has ended. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.sweeping;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Looks now (a job just finished); a look already running is followed by one more. */
   wake(): void {
-    if (this.stopped) return;
-    if (this.sweeping) {
-      this.again = true;
-      return;
-    }
-    this.sweeping = (async () => {
-      do {
-        this.again = false;
-        await this.sweep().catch((error) =>
-          this.options.log.warn({ err: error }, "held payment sweep failed"),
-        );
-      } while (this.again && !this.stopped);
-      this.sweeping = undefined;
-    })();
+    this.loop.wake();
   }
 
   /** One look at every held payment and every ready job, a few at a time. */
@@ -107,7 +89,7 @@ export class HeldPaymentSettler {
     for (const job of ready) if (job.paymentKey) keys.add(job.paymentKey);
     const queue = [...keys];
     const lane = async () => {
-      for (let key = queue.shift(); key !== undefined && !this.stopped; key = queue.shift()) {
+      for (let key = queue.shift(); key !== undefined && !this.loop.isStopped; key = queue.shift()) {
         await this.reconcile(key).catch((error) =>
           this.options.log.warn({ err: error, paymentKey: key }, "could not settle a held payment"),
         );

@@ -13,7 +13,7 @@ import {
   type SettleResponse,
   VerifyError,
 } from "@x402/core/types";
-import type { Logger } from "pino";
+import pino, { type Logger } from "pino";
 import { z } from "zod";
 import { canonicalJson } from "../canonical-json.ts";
 import type { AnyOperation, OperationResult } from "../catalog/operation.ts";
@@ -23,17 +23,19 @@ import type { Metrics } from "../metrics.ts";
 import { Problem } from "../problem.ts";
 import type { PaymentCompletion, PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
 import { jobDeadline } from "./held-payment-settler.ts";
+import { LeaseKeeper, STALE_LEASE_MS } from "./lease-keeper.ts";
+import { shortReason } from "./short-reason.ts";
 import type { PaymentTerms } from "./terms.ts";
 
 export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
 export const PAYMENT_REQUIRED_HEADER = "PAYMENT-REQUIRED";
 export const PAYMENT_RESPONSE_HEADER = "PAYMENT-RESPONSE";
 /** Seconds a client should wait before retrying when payments cannot be processed right now. */
-const RETRY_AFTER_SECONDS = "5";
-/** How long a request waits for another one (maybe at another instance) that holds the same payment. */
-const DUPLICATE_WAIT_MS = 60_000;
-/** Beyond the operation's own time, how long a payment's owner may take to settle before others may take over. */
-const LEASE_MARGIN_MS = 30_000;
+const RETRY_AFTER_SECONDS = 5;
+/** How long a request waits for another one (maybe at another instance) working on the same payment. */
+const DUPLICATE_WAIT_MS = 15_000;
+/** Beyond two settlement waits, the margin a held payment keeps between its job's deadline and its expiry. */
+const SETTLE_MARGIN_MS = 30_000;
 /** How long after a payment became final its outcome is replayed to the same payment and request. */
 const REPLAY_WINDOW_MS = 120_000;
 /**
@@ -49,8 +51,6 @@ export const DOWNLOAD_TOKEN_HEADER = "x-download-token";
 const EXPIRY_MARGIN_SECONDS = 30;
 /** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
 const SETTLEMENT_PENDING = "settlement_pending";
-/** An async operation only records its job before answering: the lease of that answer is this short. */
-const JOB_ACCEPT_MS = 30_000;
 /** A held payment must leave a job at least this long to run (beyond the time to settle it). */
 export const MIN_JOB_WINDOW_SECONDS = 120;
 /** How far a client's clock may run ahead of ours when it signs validBefore = now + maxTimeoutSeconds. */
@@ -105,14 +105,24 @@ const Eip3009Payload = z.strictObject({
 });
 type Eip3009 = z.output<typeof Eip3009Payload>;
 
+/** What the ledger knows of a payment, and all that resolving it from the chain needs. */
+type PaymentFacts = Pick<
+  PaymentRecord,
+  "paymentKey" | "network" | "asset" | "amount" | "payer" | "payTo" | "nonce" | "validBefore"
+>;
+
 interface PaymentIdentity {
   payload: PaymentPayload;
   requirements: PaymentRequirements;
   authorization: Eip3009["authorization"];
+  facts: PaymentFacts;
   paymentKey: string;
   payloadHash: string;
   requestHash: string;
 }
+
+/** What deciding a payment's outcome needs of its call; a recovery without a client has no more than this. */
+type CallContext = Pick<PaidCall, "operation" | "terms" | "log" | "onFinal">;
 
 const safeEqual = (a: string, b: string) =>
   a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -142,6 +152,8 @@ export class PaymentGate {
   private readonly now: () => number;
   private readonly settlementTimeoutMs: number;
   private readonly maxHeldPerPayer: number;
+  /** The leases this instance holds on payments it works on, renewed while it works. */
+  readonly leases: LeaseKeeper;
 
   constructor(options: {
     resourceServer: x402ResourceServer;
@@ -155,6 +167,9 @@ export class PaymentGate {
     settlementTimeoutMs: number;
     /** Jobs one payer may run at once on held payments. */
     maxHeldPerPayer?: number;
+    /** Shared with the recovery sweeper; by default one of the gate's own. */
+    leases?: LeaseKeeper;
+    log?: Logger;
   }) {
     this.resourceServer = options.resourceServer;
     this.store = options.store;
@@ -163,6 +178,9 @@ export class PaymentGate {
     this.now = options.now ?? Date.now;
     this.settlementTimeoutMs = options.settlementTimeoutMs;
     this.maxHeldPerPayer = options.maxHeldPerPayer ?? Number.POSITIVE_INFINITY;
+    this.leases =
+      options.leases ?? new LeaseKeeper(options.store, options.log ?? pino({ level: "silent" }), this.now);
+    this.leases.start();
   }
 
   /** 402 for a call that carries no payment: the route's static terms, as header and as problem+json body. */
@@ -200,11 +218,52 @@ export class PaymentGate {
       return await this.process(call);
     } catch (error) {
       if (error instanceof Problem) return error.toResponse(call.operation.path);
+      if (isStoreOutage(error)) {
+        // Before settlement nothing was sent; after it, finish() answers itself. Either way: retry, not 500.
+        call.log.warn({ err: error }, "the ledger cannot be reached");
+        return paymentsUnavailable(
+          "the payment ledger cannot be reached right now; nothing was charged; retry the same request",
+        ).toResponse(call.operation.path);
+      }
       throw error;
     } finally {
       this.active--;
       if (this.active === 0) this.idle?.();
     }
+  }
+
+  /**
+   * Resolves a payment its owner left unfinished (a crash, a lost store) without waiting for the client:
+   * the recovery sweeper calls this for "verified" payments whose lease ran out. Paid on chain → settled,
+   * the kept result and its receipt ready for the client's retry; spent elsewhere → failed; unused once
+   * expired → released. Unused and still valid → left open: the client's retry resumes and settles it, or
+   * it is released when it expires. A job's payment is never sent before it is held, so one left
+   * "verified" is released at once (the workers drop its job). Returns the payment's state after the look.
+   */
+  async recover(record: PaymentRecord, call: CallContext): Promise<PaymentState | "busy"> {
+    const lease = this.leases.fresh();
+    if (
+      this.inflight.has(record.paymentKey) ||
+      !(await this.store.takeOverPayment(record.paymentKey, this.now(), lease))
+    ) {
+      return "busy";
+    }
+    try {
+      await this.track(record.paymentKey, lease, async () => {
+        if (!holdsPayment(call.operation)) return this.resolveUnknown(record, call, record.pendingOutcome);
+        const released = this.rejected(
+          call,
+          "payment_released",
+          "the service stopped before the job was accepted; nothing was charged; sign a new payment",
+        );
+        return this.finish(record, call, "released", released.toResponse(call.operation.path), {
+          error: "the service stopped before the job was accepted",
+        });
+      });
+    } catch (error) {
+      if (!(error instanceof Problem)) throw error;
+    }
+    return (await this.store.getPayment(record.paymentKey))?.state ?? "busy";
   }
 
   private async process(call: PaidCall): Promise<StoredOutcome> {
@@ -217,26 +276,28 @@ export class PaymentGate {
       this.checkHoldWindow(identity, call);
       await this.checkHeldByPayer(identity);
     }
-    await this.verify(identity, call);
-    const lease = this.leaseUntil(call);
+    try {
+      await this.verify(identity, call);
+    } catch (error) {
+      // A duplicate of this payment sent at the same time (maybe to another instance) may have settled it
+      // between the lookup above and this verification: the nonce is then spent and verification refuses
+      // it. That payment's outcome is the answer, never a rejection the client would pay again after.
+      const meanwhile = await this.store.getPayment(identity.paymentKey);
+      if (meanwhile) return this.repeat(meanwhile, identity, call);
+      throw error;
+    }
+    const lease = this.leases.fresh();
     const reservation = await this.store.reservePayment({
-      paymentKey: identity.paymentKey,
+      ...identity.facts,
       payloadHash: identity.payloadHash,
       requestHash: identity.requestHash,
       operationId: call.operation.id,
-      network: identity.requirements.network,
-      asset: identity.requirements.asset,
-      amount: identity.requirements.amount,
-      payer: identity.authorization.from.toLowerCase(),
-      payTo: identity.requirements.payTo,
-      nonce: identity.authorization.nonce.toLowerCase(),
-      validBefore: Number(identity.authorization.validBefore),
       requestId: call.requestId,
       leaseUntil: lease,
     });
     if (!reservation.reserved) return this.repeat(reservation.existing, identity, call);
     this.metrics.paymentState(call.operation.id, "verified");
-    return this.track(identity.paymentKey, () => this.runAndSettle(identity, call, null, false, lease));
+    return this.track(identity.paymentKey, lease, () => this.runAndSettle(identity, call, null, false));
   }
 
   /** Decodes and checks the payment header against the route's terms; 402 for anything unusable. */
@@ -273,13 +334,24 @@ export class PaymentGate {
       throw this.rejected(call, "invalid_payload", `the EIP-3009 payment payload is malformed at ${where}`);
     }
     const { authorization } = parsed.data;
+    const paymentKey = [requirements.network, requirements.asset, authorization.from, authorization.nonce]
+      .join(":")
+      .toLowerCase();
     return {
       payload,
       requirements,
       authorization,
-      paymentKey: [requirements.network, requirements.asset, authorization.from, authorization.nonce]
-        .join(":")
-        .toLowerCase(),
+      facts: {
+        paymentKey,
+        network: requirements.network,
+        asset: requirements.asset,
+        amount: requirements.amount,
+        payer: authorization.from.toLowerCase(),
+        payTo: requirements.payTo,
+        nonce: authorization.nonce.toLowerCase(),
+        validBefore: Number(authorization.validBefore),
+      },
+      paymentKey,
       payloadHash: sha256(canonicalJson(parsed.data)),
       requestHash: sha256(`${call.operation.id}\n${canonicalJson(call.input)}`),
     };
@@ -315,15 +387,14 @@ export class PaymentGate {
   /**
    * Runs the operation (unless its answer is already kept from an earlier attempt), keeps the
    * answer, then settles. Status ≥ 400 releases the payment; an unknown settlement leaves it open.
-   * `resumed` says an earlier attempt may already have broadcast a settlement for this payment;
-   * `lease` is the lease this attempt holds (it settles only while it still holds it).
+   * `resumed` says an earlier attempt may already have broadcast a settlement for this payment. It
+   * settles only while it still holds the payment's lease.
    */
   private async runAndSettle(
     identity: PaymentIdentity,
     call: PaidCall,
     kept: StoredOutcome | null,
     resumed: boolean,
-    lease: number,
   ): Promise<StoredOutcome> {
     const { operation, log } = call;
     let answer = kept;
@@ -343,7 +414,7 @@ export class PaymentGate {
               );
         if (!(error instanceof Problem)) log.error({ err: error }, "operation failed");
         log.info({ status: problem.status }, "operation failed: payment released, nothing charged");
-        return this.finish(identity, call, "released", problem.toResponse(operation.path), {
+        return this.finish(identity.facts, call, "released", problem.toResponse(operation.path), {
           error: problem.detail,
         });
       }
@@ -357,16 +428,10 @@ export class PaymentGate {
       await this.store.recordPendingOutcome(identity.paymentKey, answer);
     }
     if (holdsPayment(operation)) return this.hold(identity, call, answer);
-    // The operation took its time: the settlement gets a fresh lease so no one takes over meanwhile. If
-    // another attempt took the payment over while this one ran past its lease, that attempt settles it.
-    const renewed = await this.store.renewLease(
-      identity.paymentKey,
-      lease,
-      this.now() + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS,
-    );
-    if (!renewed) {
+    // If another attempt took the payment over while this one stalled past its lease, that attempt settles it.
+    if (!(await this.leases.renew(identity.paymentKey))) {
       log.warn("the payment's lease passed to another attempt while the operation ran: not settling here");
-      return this.waitForOutcome(identity.paymentKey);
+      return (await this.awaitOwner(identity.paymentKey, Date.now() + DUPLICATE_WAIT_MS)) ?? inProgress(1);
     }
 
     let settlement: SettleResponse;
@@ -375,19 +440,19 @@ export class PaymentGate {
     } catch (error) {
       if (!(error instanceof SettleError)) {
         log.error({ err: error }, "settlement outcome unknown");
-        return this.resolveUnknown(identity, call, answer);
+        return this.resolveUnknown(identity.facts, call, answer);
       }
       settlement = { ...error, success: false } as SettleResponse;
     }
     if (settlement.success) {
       log.info({ transaction: settlement.transaction, payer: settlement.payer }, "payment settled");
-      return this.finish(identity, call, "settled", withReceipt(answer, settlement), {
+      return this.finish(identity.facts, call, "settled", withReceipt(answer, settlement), {
         txHash: settlement.transaction,
       });
     }
     if (settlement.errorReason === SETTLEMENT_PENDING) {
       log.warn({ transaction: settlement.transaction }, "settlement broadcast but not confirmed yet");
-      return this.resolveUnknown(identity, call, answer);
+      return this.resolveUnknown(identity.facts, call, answer);
     }
     // Keep the first line: viem appends a multi-line call dump to revert messages.
     const reason = (settlement.errorMessage ?? settlement.errorReason ?? "settlement failed").split(
@@ -397,14 +462,16 @@ export class PaymentGate {
     if (resumed || this.authorizations) {
       // A refusal may hide a transfer that landed anyway (an earlier attempt's, or the same signed payment
       // submitted by someone else first): where the chain can be asked, the token decides.
-      return this.resolveUnknown(identity, call, answer, {
+      return this.resolveUnknown(identity.facts, call, answer, {
         refusal: reason,
         refusalCode: settlement.errorReason,
         firstAttempt: !resumed,
       });
     }
     const rejected = this.rejected(call, settlement.errorReason ?? "settlement_failed", reason);
-    return this.finish(identity, call, "failed", rejected.toResponse(operation.path), { error: reason });
+    return this.finish(identity.facts, call, "failed", rejected.toResponse(operation.path), {
+      error: reason,
+    });
   }
 
   /**
@@ -471,7 +538,7 @@ export class PaymentGate {
         `this job's payment may be held at most ${call.terms.requirements.maxTimeoutSeconds} s (maxTimeoutSeconds): sign validBefore within that`,
       );
     }
-    const needed = MIN_JOB_WINDOW_SECONDS + (2 * this.settlementTimeoutMs + LEASE_MARGIN_MS) / 1000;
+    const needed = MIN_JOB_WINDOW_SECONDS + (2 * this.settlementTimeoutMs + SETTLE_MARGIN_MS) / 1000;
     if (left < needed) {
       throw this.rejected(
         call,
@@ -487,8 +554,8 @@ export class PaymentGate {
    * and the client retries with the same payment (503), unless it has expired (released).
    */
   private async resolveUnknown(
-    identity: PaymentIdentity,
-    call: PaidCall,
+    facts: PaymentFacts,
+    call: CallContext,
     answer: StoredOutcome | null,
     context: {
       refusal?: string;
@@ -499,16 +566,16 @@ export class PaymentGate {
   ): Promise<StoredOutcome> {
     let outcome: AuthorizationOutcome | undefined;
     try {
-      outcome = context.known ?? (await this.chainOutcome(identity));
+      outcome = context.known ?? (await this.chainOutcome(facts));
     } catch (error) {
       call.log.warn({ err: error }, "the chain cannot tell what became of the payment");
-      return this.keepOpen(identity);
+      return this.keepOpen(facts);
     }
     if (!outcome) {
       // No chain access (facilitator mode without RPC_URL): trust a refusal, otherwise wait.
-      if (context.refusal === undefined) return this.keepOpen(identity);
+      if (context.refusal === undefined) return this.keepOpen(facts);
       const rejected = this.rejected(call, "settlement_failed", context.refusal);
-      return this.finish(identity, call, "failed", rejected.toResponse(call.operation.path), {
+      return this.finish(facts, call, "failed", rejected.toResponse(call.operation.path), {
         error: context.refusal,
       });
     }
@@ -517,8 +584,8 @@ export class PaymentGate {
       const settlement: SettleResponse = {
         success: true,
         transaction: outcome.transaction,
-        network: identity.requirements.network,
-        payer: identity.authorization.from,
+        network: facts.network as `${string}:${string}`,
+        payer: facts.payer,
       };
       const delivered =
         answer ??
@@ -528,7 +595,7 @@ export class PaymentGate {
           "Result lost",
           `the payment was settled (transaction ${outcome.transaction}) but its result was not kept; contact the operator`,
         ).toResponse(call.operation.path);
-      return this.finish(identity, call, "settled", withReceipt(delivered, settlement), {
+      return this.finish(facts, call, "settled", withReceipt(delivered, settlement), {
         txHash: outcome.transaction,
       });
     }
@@ -536,7 +603,7 @@ export class PaymentGate {
       const message =
         "the payment authorization was cancelled or spent on another transfer; the result is withheld";
       const rejected = this.rejected(call, "authorization_consumed", message);
-      return this.finish(identity, call, "failed", rejected.toResponse(call.operation.path), {
+      return this.finish(facts, call, "failed", rejected.toResponse(call.operation.path), {
         error: message,
         txHash: outcome.transaction ?? null,
       });
@@ -544,27 +611,27 @@ export class PaymentGate {
     // Unused, and this very attempt was refused (nothing of it is pending): the refusal stands.
     if (context.firstAttempt && context.refusal !== undefined) {
       const rejected = this.rejected(call, context.refusalCode ?? "settlement_failed", context.refusal);
-      return this.finish(identity, call, "failed", rejected.toResponse(call.operation.path), {
+      return this.finish(facts, call, "failed", rejected.toResponse(call.operation.path), {
         error: context.refusal,
       });
     }
     // Unused. A transfer broadcast before validBefore cannot land after it (plus clock skew).
-    if (this.now() / 1000 >= Number(identity.authorization.validBefore) + EXPIRY_MARGIN_SECONDS) {
+    if (this.now() / 1000 >= facts.validBefore + EXPIRY_MARGIN_SECONDS) {
       const expired = this.rejected(
         call,
         "authorization_expired",
         "the payment expired before it could be settled; nothing was charged; sign a new payment",
       );
-      return this.finish(identity, call, "released", expired.toResponse(call.operation.path), {
+      return this.finish(facts, call, "released", expired.toResponse(call.operation.path), {
         error: "expired unsettled",
       });
     }
-    return this.keepOpen(identity);
+    return this.keepOpen(facts);
   }
 
   /** Leaves the payment open for the client's retry with the same payment; the retry resumes it at once. */
-  private async keepOpen(identity: PaymentIdentity): Promise<never> {
-    await this.store.releaseLease(identity.paymentKey);
+  private async keepOpen(facts: PaymentFacts): Promise<never> {
+    await this.store.releaseLease(facts.paymentKey);
     throw paymentsUnavailable(
       "the settlement could not be confirmed (facilitator or chain unreachable); retry the same request with the " +
         "same payment to receive the result; it is charged at most once",
@@ -572,14 +639,14 @@ export class PaymentGate {
   }
 
   /** What the token says became of this payment; undefined without chain access; throws if the chain cannot tell. */
-  private chainOutcome(identity: PaymentIdentity): Promise<AuthorizationOutcome | undefined> {
+  private chainOutcome(facts: PaymentFacts): Promise<AuthorizationOutcome | undefined> {
     if (!this.authorizations) return Promise.resolve(undefined);
     return this.authorizations.check({
-      asset: identity.requirements.asset as `0x${string}`,
-      payer: identity.authorization.from,
-      nonce: identity.authorization.nonce,
-      payTo: identity.requirements.payTo as `0x${string}`,
-      amount: BigInt(identity.requirements.amount),
+      asset: facts.asset as `0x${string}`,
+      payer: facts.payer as `0x${string}`,
+      nonce: facts.nonce as `0x${string}`,
+      payTo: facts.payTo as `0x${string}`,
+      amount: BigInt(facts.amount),
     });
   }
 
@@ -634,11 +701,17 @@ export class PaymentGate {
     }
     const running = this.inflight.get(record.paymentKey);
     if (running) return replayed(await running);
-    const lease = this.leaseUntil(call);
-    if (await this.store.takeOverPayment(record.paymentKey, this.now(), lease)) {
-      return replayed(await this.track(record.paymentKey, () => this.resume(record, identity, call, lease)));
+    const deadline = Date.now() + DUPLICATE_WAIT_MS;
+    for (;;) {
+      const lease = this.leases.fresh();
+      if (await this.store.takeOverPayment(record.paymentKey, this.now(), lease)) {
+        return replayed(
+          await this.track(record.paymentKey, lease, () => this.resume(record, identity, call)),
+        );
+      }
+      const outcome = await this.awaitOwner(record.paymentKey, deadline);
+      if (outcome) return replayed(outcome);
     }
-    return replayed(await this.waitForOutcome(record.paymentKey));
   }
 
   /** Finishes a payment whose owner stopped before its final state (a crash, or an unknown settlement). */
@@ -646,62 +719,67 @@ export class PaymentGate {
     record: PaymentRecord,
     identity: PaymentIdentity,
     call: PaidCall,
-    lease: number,
   ): Promise<StoredOutcome> {
     call.log.info({ paymentKey: record.paymentKey }, "resuming an unfinished payment");
     let outcome: AuthorizationOutcome | undefined;
     try {
-      outcome = await this.chainOutcome(identity);
+      outcome = await this.chainOutcome(identity.facts);
     } catch (error) {
       call.log.warn({ err: error }, "cannot read the authorization state to resume the payment");
-      return this.keepOpen(identity);
+      return this.keepOpen(identity.facts);
     }
     if (outcome && outcome.state !== "unused") {
-      return this.resolveUnknown(identity, call, record.pendingOutcome, { known: outcome });
+      return this.resolveUnknown(identity.facts, call, record.pendingOutcome, { known: outcome });
     }
     if (this.now() / 1000 >= Number(identity.authorization.validBefore)) {
       // Too late to settle; whether an earlier broadcast may still land is decided there.
-      return this.resolveUnknown(identity, call, record.pendingOutcome, {
+      return this.resolveUnknown(identity.facts, call, record.pendingOutcome, {
         refusal: "the authorization expired",
         known: outcome,
       });
     }
-    return this.runAndSettle(identity, call, record.pendingOutcome, true, lease);
+    return this.runAndSettle(identity, call, record.pendingOutcome, true);
   }
 
-  private async track(paymentKey: string, work: () => Promise<StoredOutcome>): Promise<StoredOutcome> {
+  /** Runs the work of this instance on a payment whose lease it holds, renewing the lease until it ends. */
+  private async track(
+    paymentKey: string,
+    lease: number,
+    work: () => Promise<StoredOutcome>,
+  ): Promise<StoredOutcome> {
+    this.leases.hold(paymentKey, lease);
     const promise = work();
     this.inflight.set(paymentKey, promise);
     try {
       return await promise;
     } finally {
       this.inflight.delete(paymentKey);
+      this.leases.forget(paymentKey);
     }
   }
 
-  /** Another instance holds the payment: poll the store until it is final, or a while. */
-  private async waitForOutcome(paymentKey: string): Promise<StoredOutcome> {
-    const deadline = Date.now() + DUPLICATE_WAIT_MS;
-    while (Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+  /**
+   * Another attempt (maybe at another instance) works on the payment: its outcome once final, or
+   * undefined as soon as its lease has run out (the caller may take the payment over). An owner keeps its
+   * lease fresh while it works (LeaseKeeper); a lease left to go stale means the owner stopped, so the
+   * answer is "in progress, retry after the lease" at once, as it is when the wait runs past `deadline`.
+   */
+  private async awaitOwner(paymentKey: string, deadline: number): Promise<StoredOutcome | undefined> {
+    for (;;) {
       const record = await this.store.getPayment(paymentKey);
-      if (record?.outcome) return record.outcome;
-      if (record && record.leaseUntil <= this.now()) break;
+      if (!record) return undefined;
+      if (record.outcome) return record.outcome;
+      const left = record.leaseUntil - this.now();
+      if (left <= 0) return undefined;
+      if (left < STALE_LEASE_MS) return inProgress(Math.ceil(left / 1000));
+      if (Date.now() >= deadline) return inProgress(RETRY_AFTER_SECONDS);
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    throw new Problem(
-      409,
-      "payment-in-progress",
-      "Payment in progress",
-      "this payment is still being processed",
-      {
-        headers: { "retry-after": RETRY_AFTER_SECONDS },
-      },
-    );
   }
 
   private async finish(
-    identity: PaymentIdentity,
-    call: PaidCall,
+    facts: PaymentFacts,
+    call: CallContext,
     state: PaymentCompletion["state"],
     outcome: StoredOutcome,
     extra: { txHash?: string | null; error?: string } = {},
@@ -711,10 +789,10 @@ export class PaymentGate {
       // Money moved. Should the store fail now, the client must not read "nothing was charged": the payment
       // stays open and its retry delivers the kept answer, charged once.
       try {
-        completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
+        completed = await this.store.completePayment(facts.paymentKey, { state, outcome, ...extra });
       } catch (error) {
         call.log.error({ err: error }, "settled, but the outcome could not be recorded");
-        await this.store.releaseLease(identity.paymentKey).catch(() => undefined);
+        await this.store.releaseLease(facts.paymentKey).catch(() => undefined);
         throw paymentsUnavailable(
           "the payment was settled but its outcome could not be recorded; retry the same request with the same " +
             "payment to receive the result; it is charged at most once",
@@ -723,31 +801,24 @@ export class PaymentGate {
     } else {
       // Nothing was charged: drop what the payment would have paid for only once the ledger says so, so a
       // later attempt that does settle it (a resume) still finds its job.
-      completed = await this.store.completePayment(identity.paymentKey, { state, outcome, ...extra });
-      if (completed) await call.onFinal?.(identity.paymentKey, state);
+      completed = await this.store.completePayment(facts.paymentKey, { state, outcome, ...extra });
+      if (completed) await call.onFinal?.(facts.paymentKey, state);
     }
     if (!completed) {
       // Another attempt (one that outlived its lease) made the payment final first: its outcome stands.
-      const record = await this.store.getPayment(identity.paymentKey);
+      const record = await this.store.getPayment(facts.paymentKey);
       if (record?.outcome) return record.outcome;
     }
     this.metrics.paymentState(call.operation.id, state);
     return outcome;
   }
 
-  /**
-   * Long enough for the operation (bounded by the authorization's lifetime; an async one only records its
-   * job) and two settlement waits.
-   */
-  private leaseUntil(call: PaidCall): number {
-    const operationMs = holdsPayment(call.operation)
-      ? JOB_ACCEPT_MS
-      : call.terms.requirements.maxTimeoutSeconds * 1000;
-    return this.now() + operationMs + 2 * this.settlementTimeoutMs + LEASE_MARGIN_MS;
-  }
-
   /** 402 for a payment that was presented but cannot be accepted: the terms again, with the reason. */
-  private rejected(call: PaidCall, reason: string, message: string): Problem {
+  private rejected(call: CallContext, rawReason: string, rawMessage: string): Problem {
+    // One short line each: a facilitator's or viem's message can carry a multi-KB call dump, which in
+    // PAYMENT-REQUIRED would outgrow a proxy's 4 KB header buffer (nginx answers 502).
+    const reason = shortReason(rawReason, 64);
+    const message = shortReason(rawMessage);
     this.metrics.paymentRejected(call.operation.id, reason);
     const paymentRequired = { ...call.terms.paymentRequired, error: `${reason}: ${message}` };
     return new Problem(402, "payment-rejected", "Payment rejected", message, {
@@ -769,6 +840,28 @@ export class PaymentGate {
     return this.initialized;
   }
 }
+
+/** The ledger's database did not answer (connection refused or lost, server shutting down, pool exhausted). */
+function isStoreOutage(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === "string" && (STORE_OUTAGE_CODES.has(code) || /^(08|57P)/.test(code))) return true;
+  return (
+    error instanceof Error &&
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database is locked/i.test(
+      error.message,
+    )
+  );
+}
+const STORE_OUTAGE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENOTFOUND",
+  "SQLITE_BUSY",
+  "53300",
+]);
 
 /** Failures that say nothing about the payment: the facilitator or the chain did not answer. */
 function isOutage(error: unknown): boolean {
@@ -794,6 +887,18 @@ function paymentRequiredDetail(terms: PaymentTerms): string {
 
 function paymentsUnavailable(detail: string): Problem {
   return new Problem(503, "payments-unavailable", "Payments temporarily unavailable", detail, {
-    headers: { "retry-after": RETRY_AFTER_SECONDS },
+    headers: { "retry-after": String(RETRY_AFTER_SECONDS) },
   });
+}
+
+/** Another attempt works on this payment: never a rejection, a retry with the same payment gets its outcome. */
+function inProgress(retryAfterSeconds: number): never {
+  const seconds = Math.max(1, retryAfterSeconds);
+  throw new Problem(
+    409,
+    "payment-in-progress",
+    "Payment in progress",
+    `this payment is being processed; retry the same request with the same payment in ${seconds} s to receive its outcome; it is charged at most once`,
+    { headers: { "retry-after": String(seconds) } },
+  );
 }

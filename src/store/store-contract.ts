@@ -112,6 +112,26 @@ export function describeStoreContract(
       expect(await store.takeOverPayment(p.paymentKey, Number.MAX_SAFE_INTEGER, 1)).toBe(false);
     });
 
+    it("lists verified payments whose lease ran out, oldest lease first, and nothing final or held", async () => {
+      const late = payment({ leaseUntil: 3_000 });
+      const early = payment({ leaseUntil: 2_000 });
+      const leased = payment({ leaseUntil: 9_000 });
+      const done = payment({ leaseUntil: 1_000 });
+      const held = payment({ leaseUntil: 1_000 });
+      for (const p of [late, early, leased, done, held]) await store.reservePayment(p);
+      await store.completePayment(done.paymentKey, { state: "released", outcome: outcome("x") });
+      await store.holdPayment(held.paymentKey, {
+        outcome: outcome("202"),
+        held: { payload: {} as never, requirements: {} as never },
+      });
+      const keys = async (now: number, limit: number) =>
+        (await store.orphanedPayments(now, limit)).map((record) => record.paymentKey);
+      expect(await keys(5_000, 10)).toEqual([early.paymentKey, late.paymentKey]);
+      expect(await keys(5_000, 1)).toEqual([early.paymentKey]);
+      expect(await keys(2_500, 10)).toEqual([early.paymentKey]);
+      expect(await keys(9_000, 10)).toEqual([early.paymentKey, late.paymentKey, leased.paymentKey]);
+    });
+
     it("finishes a payment once; only a settlement may replace a release or a failure", async () => {
       const p = payment();
       await store.reservePayment(p);

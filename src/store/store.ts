@@ -111,6 +111,35 @@ export interface CacheEntry {
   storedAt: number;
 }
 
+/**
+ * A settlement transaction the chain lost (dropped, or undone by a reorg or a restored state) and what
+ * became of it: kept so that a payment recorded `settled` whose transfer vanished is never settled
+ * silently. `state` is the last event: dropped → resent → landed (the transfer is true again), or
+ * reverted / lost (it did not happen: the ledger's `settled` is not backed by the chain).
+ */
+export interface SettlementTransactionNote {
+  txHash: string;
+  /** The settler's address, lower-cased. */
+  account: string;
+  nonce: number;
+  kind: "call" | "filler";
+  state: "dropped" | "resent" | "landed" | "reverted" | "lost" | "filled";
+  /** How many times it was sent again. */
+  resent: number;
+  detail?: string | null;
+  /** Epoch ms. */
+  at: number;
+}
+
+export interface SettlementTransactionRecord extends Omit<SettlementTransactionNote, "at"> {
+  updatedAt: string;
+  /** The payment this transaction settled (by its transaction hash), if the ledger has one. */
+  paymentKey: string | null;
+  paymentState: PaymentState | null;
+  operationId: string | null;
+  amount: string | null;
+}
+
 export type ReserveResult = { reserved: true } | { reserved: false; existing: PaymentRecord };
 
 export interface Store {
@@ -132,6 +161,11 @@ export interface Store {
   ): Promise<boolean>;
   /** Every payment in state "held", oldest first: what the held-payment settler looks after. */
   heldPayments(): Promise<PaymentRecord[]>;
+  /**
+   * Payments left "verified" whose lease ran out (their owner stopped: a crash, a lost store): what the
+   * recovery sweeper resolves, oldest lease first, at most `limit`.
+   */
+  orphanedPayments(now: number, limit: number): Promise<PaymentRecord[]>;
   /** Takes over an unfinished (verified or held) payment whose lease expired; true if taken. */
   takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean>;
   /**
@@ -156,6 +190,10 @@ export interface Store {
   claimSettler(claim: SettlerClaim): Promise<SettlerClaimResult>;
   /** Gives the account up at shutdown, so a replacement instance may take it at once. */
   releaseSettler(account: string, instanceId: string): Promise<void>;
+  /** Records what became of a settlement transaction the chain lost (its latest event wins). */
+  noteSettlementTransaction(note: SettlementTransactionNote): Promise<void>;
+  /** Every settlement transaction the chain lost, with the payment it settled, newest first. */
+  settlementTransactions(): Promise<SettlementTransactionRecord[]>;
   /** The entry stored under `key`, whatever its age (the caller applies its TTL). */
   getCacheEntry(key: string): Promise<CacheEntry | undefined>;
   /** Stores the entry (ending any load claim on it) and deletes idle entries stored before `expireBefore`. */

@@ -106,4 +106,28 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
         CHECK (state IN ('awaiting_payment', 'queued', 'running', 'ready', 'succeeded', 'failed'));
     `,
   },
+  {
+    version: 6,
+    name: "orphaned payments found by their lease",
+    sql: `
+      CREATE INDEX payments_verified_lease ON payments (lease_until) WHERE state = 'verified';
+    `,
+  },
+  {
+    version: 7,
+    name: "settlement transactions the chain lost",
+    sql: `
+      CREATE TABLE settlement_transactions (
+        tx_hash    TEXT PRIMARY KEY,
+        account    TEXT NOT NULL,
+        nonce      BIGINT NOT NULL,
+        kind       TEXT NOT NULL CHECK (kind IN ('call', 'filler')),
+        state      TEXT NOT NULL CHECK (state IN ('dropped', 'resent', 'landed', 'reverted', 'lost', 'filled')),
+        resent     INTEGER NOT NULL DEFAULT 0,
+        detail     TEXT,
+        updated_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX payments_tx_hash ON payments (tx_hash) WHERE tx_hash IS NOT NULL;
+    `,
+  },
 ];

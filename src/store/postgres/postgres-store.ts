@@ -1,5 +1,6 @@
 import pg from "pg";
 import { PostgresJobQueue } from "../../jobs/postgres-job-queue.ts";
+import { settlementTransactionRecord } from "../settlement-transactions.ts";
 import type {
   CacheEntry,
   HeldAuthorization,
@@ -10,6 +11,8 @@ import type {
   PaymentState,
   ReserveResult,
   RevenueRow,
+  SettlementTransactionNote,
+  SettlementTransactionRecord,
   SettlerClaim,
   SettlerClaimResult,
   Store,
@@ -221,6 +224,15 @@ export class PostgresStore implements Store {
     return rows.map(toRecord);
   }
 
+  async orphanedPayments(now: number, limit: number): Promise<PaymentRecord[]> {
+    const { rows } = await this.pool.query<PaymentRow>(
+      `SELECT *, amount::text AS amount FROM payments
+       WHERE state = 'verified' AND lease_until <= $1 ORDER BY lease_until LIMIT $2`,
+      [now, limit],
+    );
+    return rows.map(toRecord);
+  }
+
   async takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean> {
     const result = await this.pool.query(
       `UPDATE payments SET lease_until = $1, updated_at = CASE WHEN state = 'held' THEN updated_at ELSE $2 END
@@ -312,6 +324,34 @@ export class PostgresStore implements Store {
       account,
       instanceId,
     ]);
+  }
+
+  async noteSettlementTransaction(note: SettlementTransactionNote): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO settlement_transactions (tx_hash, account, nonce, kind, state, resent, detail, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (tx_hash) DO UPDATE SET state = excluded.state, resent = excluded.resent,
+         detail = coalesce(excluded.detail, settlement_transactions.detail), updated_at = excluded.updated_at`,
+      [
+        note.txHash,
+        note.account,
+        note.nonce,
+        note.kind,
+        note.state,
+        note.resent,
+        note.detail ?? null,
+        new Date(note.at),
+      ],
+    );
+  }
+
+  async settlementTransactions(): Promise<SettlementTransactionRecord[]> {
+    const { rows } = await this.pool.query(
+      `SELECT t.*, p.payment_key, p.state AS payment_state, p.operation_id, p.amount::text AS amount
+       FROM settlement_transactions t LEFT JOIN payments p ON p.tx_hash = t.tx_hash
+       ORDER BY t.updated_at DESC, t.nonce DESC`,
+    );
+    return rows.map(settlementTransactionRecord);
   }
 
   async getCacheEntry(key: string): Promise<CacheEntry | undefined> {

@@ -187,4 +187,28 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX jobs_finished_at ON jobs (finished_at);
     `,
   },
+  {
+    version: 7,
+    name: "orphaned payments found by their lease",
+    sql: `
+      CREATE INDEX payments_verified_lease ON payments (lease_until) WHERE state = 'verified';
+    `,
+  },
+  {
+    version: 8,
+    name: "settlement transactions the chain lost",
+    sql: `
+      CREATE TABLE settlement_transactions (
+        tx_hash    TEXT PRIMARY KEY,
+        account    TEXT NOT NULL,
+        nonce      INTEGER NOT NULL,
+        kind       TEXT NOT NULL CHECK (kind IN ('call', 'filler')),
+        state      TEXT NOT NULL CHECK (state IN ('dropped', 'resent', 'landed', 'reverted', 'lost', 'filled')),
+        resent     INTEGER NOT NULL DEFAULT 0,
+        detail     TEXT,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX payments_tx_hash ON payments (tx_hash) WHERE tx_hash IS NOT NULL;
+    `,
+  },
 ];

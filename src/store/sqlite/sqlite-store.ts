@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { SqliteJobQueue } from "../../jobs/sqlite-job-queue.ts";
+import { settlementTransactionRecord } from "../settlement-transactions.ts";
 import type {
   CacheEntry,
   HeldAuthorization,
@@ -12,6 +13,8 @@ import type {
   PaymentState,
   ReserveResult,
   RevenueRow,
+  SettlementTransactionNote,
+  SettlementTransactionRecord,
   SettlerClaim,
   SettlerClaimResult,
   Store,
@@ -105,6 +108,9 @@ export class SqliteStore implements Store {
       ),
       heldPayments: this.db.prepare(
         "SELECT * FROM payments WHERE state = 'held' ORDER BY created_at, payment_key",
+      ),
+      orphanedPayments: this.db.prepare(
+        "SELECT * FROM payments WHERE state = 'verified' AND lease_until <= ? ORDER BY lease_until LIMIT ?",
       ),
       renewLease: this.db.prepare(
         "UPDATE payments SET lease_until = ? WHERE payment_key = ? AND state IN ('verified', 'held') AND lease_until = ?",
@@ -228,6 +234,10 @@ export class SqliteStore implements Store {
     return (this.statements.heldPayments.all() as PaymentRow[]).map(toRecord);
   }
 
+  async orphanedPayments(now: number, limit: number): Promise<PaymentRecord[]> {
+    return (this.statements.orphanedPayments.all(now, limit) as PaymentRow[]).map(toRecord);
+  }
+
   async takeOverPayment(paymentKey: string, now: number, leaseUntil: number): Promise<boolean> {
     return this.statements.takeOver.run(leaseUntil, new Date().toISOString(), paymentKey, now).changes === 1;
   }
@@ -285,6 +295,28 @@ export class SqliteStore implements Store {
 
   async releaseSettler(account: string, instanceId: string): Promise<void> {
     this.statements.releaseSettler.run(account, instanceId);
+  }
+
+  async noteSettlementTransaction(note: SettlementTransactionNote): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO settlement_transactions (tx_hash, account, nonce, kind, state, resent, detail, updated_at)
+         VALUES (@txHash, @account, @nonce, @kind, @state, @resent, @detail, @updatedAt)
+         ON CONFLICT (tx_hash) DO UPDATE SET state = excluded.state, resent = excluded.resent,
+           detail = coalesce(excluded.detail, settlement_transactions.detail), updated_at = excluded.updated_at`,
+      )
+      .run({ ...note, detail: note.detail ?? null, updatedAt: new Date(note.at).toISOString() });
+  }
+
+  async settlementTransactions(): Promise<SettlementTransactionRecord[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT t.*, p.payment_key, p.state AS payment_state, p.operation_id, p.amount
+         FROM settlement_transactions t LEFT JOIN payments p ON p.tx_hash = t.tx_hash
+         ORDER BY t.updated_at DESC, t.nonce DESC`,
+      )
+      .all() as Record<string, string | number | null>[];
+    return rows.map(settlementTransactionRecord);
   }
 
   async getCacheEntry(key: string): Promise<CacheEntry | undefined> {
