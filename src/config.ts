@@ -79,6 +79,8 @@ const EnvSchema = z.object({
     z.string().regex(/^\d{1,30}$/, "must be a whole number of wei"),
   ).default("1000000"),
   ARBITRAGE_FEED_MAX_AGE_SECONDS: optional(z.coerce.number().int().min(1)).default(1200),
+  ARBITRAGE_BLOCK_WARN_AGE_SECONDS: optional(z.coerce.number().int().min(1)).default(30),
+  ARBITRAGE_BLOCK_MAX_AGE_SECONDS: optional(z.coerce.number().int().min(1)).default(120),
   ...(Object.fromEntries(
     Object.values(ARBITRAGE_ADDRESS_VARIABLES).map((name) => [name, optional(address)]),
   ) as Record<
@@ -206,6 +208,9 @@ export interface Config {
     rpcTimeoutMs: number;
     priorityFeeWei: bigint;
     feedMaxAgeSeconds: number;
+    /** A `latest` block older than this (service clock) is a warning; older than blockMaxAgeSeconds a 502. */
+    blockWarnAgeSeconds: number;
+    blockMaxAgeSeconds: number;
     /** Only the addresses set in the environment; the operation supplies the defaults. */
     addresses: Partial<Record<ArbitrageContract, `0x${string}`>>;
   };
@@ -390,6 +395,8 @@ export function loadConfig(
       rpcTimeoutMs: e.ARBITRAGE_RPC_TIMEOUT_MS,
       priorityFeeWei: BigInt(e.ARBITRAGE_PRIORITY_FEE_WEI),
       feedMaxAgeSeconds: e.ARBITRAGE_FEED_MAX_AGE_SECONDS,
+      blockWarnAgeSeconds: e.ARBITRAGE_BLOCK_WARN_AGE_SECONDS,
+      blockMaxAgeSeconds: e.ARBITRAGE_BLOCK_MAX_AGE_SECONDS,
       addresses: Object.fromEntries(
         Object.entries(ARBITRAGE_ADDRESS_VARIABLES)
           .map(([contract, name]) => [contract, values[name]])

@@ -11,6 +11,8 @@ export interface RpcStandIn {
   roundTrips: number;
   calls: number;
   methods: string[];
+  /** Every JSON-RPC call, in order. */
+  requests: { method: string; params: unknown[] }[];
   mode: "forward" | "hang";
   close(): Promise<void>;
 }
@@ -22,10 +24,13 @@ export async function startRpcStandIn(upstream?: string): Promise<RpcStandIn> {
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString("utf8");
     standIn.roundTrips += 1;
-    const parsed = JSON.parse(body) as { method: string } | { method: string }[];
+    const parsed = JSON.parse(body) as
+      | { method: string; params: unknown[] }
+      | { method: string; params: unknown[] }[];
     for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
       standIn.calls += 1;
       standIn.methods.push(call.method);
+      standIn.requests.push({ method: call.method, params: call.params });
     }
     if (standIn.mode === "hang" || !upstream) {
       held.add(response);
@@ -45,6 +50,7 @@ export async function startRpcStandIn(upstream?: string): Promise<RpcStandIn> {
     roundTrips: 0,
     calls: 0,
     methods: [],
+    requests: [],
     mode: upstream ? "forward" : "hang",
     async close() {
       for (const response of held) response.destroy();

@@ -85,8 +85,15 @@ function checkArithmetic(body: ChainArbitrageSnapshotOutput) {
     const usdcIn = parseUnitsExact(trip.usdcIn, 6);
     const gross = parseUnitsExact(trip.usdcBack, 6) - usdcIn;
     expect(parseUnitsExact(trip.grossPnlUsdc, 6)).toBe(gross);
-    const gasWei = BigInt(buy.gasCostWei) + BigInt(sell.gasCostWei);
+    // Separate: two transactions, each leg's own gas and L1 fee. Atomic: one transaction, one
+    // intrinsic 21,000 and one L1 fee for both swaps.
+    const atomic = body.execution === "atomic";
+    expect(trip.transactions).toBe(atomic ? 1 : 2);
+    expect(trip.gasUnits).toBe(buy.gasUnits + sell.gasUnits - (atomic ? 21_000 : 0));
+    if (!atomic) expect(BigInt(trip.l1FeeWei)).toBe(BigInt(buy.l1FeeWei) + BigInt(sell.l1FeeWei));
+    const gasWei = BigInt(trip.gasUnits) * gasPrice + BigInt(trip.l1FeeWei);
     expect(BigInt(trip.gasWei)).toBe(gasWei);
+    if (!atomic) expect(gasWei).toBe(BigInt(buy.gasCostWei) + BigInt(sell.gasCostWei));
     // gasUsd: the wei at the feed's price, rounded up to a whole USDC atomic unit.
     const gasUsd = parseUnitsExact(trip.gasUsd, 6);
     expect(gasUsd * 10n ** 20n >= gasWei * price).toBe(true);
@@ -438,7 +445,8 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
       const input = ChainArbitrageSnapshotRequest.parse({});
       await takeSnapshot(snapshotClient([standIn.url], 5000), settings, input);
       expect(standIn.roundTrips).toBe(2);
-      expect(standIn.methods).toEqual(["eth_call", "eth_getBlockByNumber", "eth_call"]);
+      // One batch (the header and aggregate3 at latest), then aggregate3 pinned by that block's hash.
+      expect(standIn.methods).toEqual(["eth_getBlockByNumber", "eth_call", "eth_call"]);
       await standIn.close();
       const viaFallback = await takeSnapshot(snapshotClient([standIn.url, rpcUrl], 5000), settings, input);
       expect(viaFallback.roundTrips).toHaveLength(2);

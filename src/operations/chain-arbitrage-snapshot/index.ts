@@ -10,7 +10,7 @@ import {
   ChainArbitrageSnapshotResponse,
   VENUES,
 } from "./schema.ts";
-import { type SnapshotSettings, takeSnapshot } from "./snapshot.ts";
+import { BASE_CHAIN_ID, type SnapshotSettings, takeSnapshot } from "./snapshot.ts";
 
 /**
  * A chain client for snapshots: each URL with the configured timeout and no retries (a failed snapshot
@@ -73,6 +73,10 @@ export const chainArbitrageSnapshot = defineOperation({
       addresses,
       priorityFeeWei: config.arbitrage.priorityFeeWei,
       feedMaxAgeSeconds: config.arbitrage.feedMaxAgeSeconds,
+      // The local chain mines on demand: its latest block is current however old its timestamp.
+      blockWarnAgeSeconds: quotesLocalChain ? 0 : config.arbitrage.blockWarnAgeSeconds,
+      blockMaxAgeSeconds: quotesLocalChain ? 0 : config.arbitrage.blockMaxAgeSeconds,
+      chainId: BASE_CHAIN_ID,
     };
     const client = urls.length > 0 ? snapshotClient(urls, config.arbitrage.rpcTimeoutMs) : undefined;
     const rpc = urls.map((url) => (url === localChain?.rpcUrl ? "local chain" : hostOf(url))).join(", ");

@@ -11,6 +11,9 @@ export type VenueId = (typeof VENUES)[number];
 export const DEFAULT_VENUES: [VenueId, VenueId] = ["uniswap-v3:500", "aerodrome:volatile"];
 export const MIN_AMOUNT_USDC = 10;
 export const MAX_AMOUNT_USDC = 1_000_000;
+/** Sizes of the ladder: log-spaced from amountUsdc / 100 to amountUsdc × 100, within the bounds. */
+export const LADDER_SIZES = 8;
+export const EXECUTIONS = ["separate", "atomic"] as const;
 
 const venue = z.enum(VENUES, { error: `must be one of ${VENUES.join(", ")}` });
 
@@ -34,6 +37,15 @@ export const ChainArbitrageSnapshotRequest = z
         description:
           "The two venues A and B. Round trips: buy WETH on A and sell on B, and buy on B and sell on A. " +
           "Default uniswap-v3:500 and aerodrome:volatile.",
+      }),
+    execution: z
+      .enum(EXECUTIONS, { error: `must be one of ${EXECUTIONS.join(", ")}` })
+      .default("separate")
+      .meta({
+        description:
+          'How the round trip is sent: "separate" (two swap transactions, each with its own 21,000 ' +
+          'intrinsic gas and L1 data fee) or "atomic" (both swaps in one transaction through an executor ' +
+          "contract: one intrinsic gas and one L1 data fee for both calldatas). Default separate.",
       }),
     blockNumber: z
       .int()
@@ -92,6 +104,38 @@ const RoundTrip = z.object({
   netBps: z
     .number()
     .meta({ description: "netPnlUsdc / usdcIn in basis points (rounded half away from 0, 2 decimals)." }),
+  transactions: z.int().min(1).max(2).meta({ description: "2 when execution is separate, 1 when atomic." }),
+  gasUnits: z.int().meta({
+    description:
+      "separate: both legs' gasUnits; atomic: both legs' gasUnits − 21,000 (one transaction's intrinsic gas).",
+  }),
+  l1FeeWei: decimal(
+    "separate: both legs' l1FeeWei; atomic: GasPriceOracle.getL1Fee of one transaction carrying both swaps.",
+  ),
+});
+
+const LadderTrip = z.object({
+  buyOn: z.enum(VENUES),
+  sellOn: z.enum(VENUES),
+  fillable: z.boolean().meta({
+    description:
+      "false when a leg's pool cannot take this size (a partial fill, no quote): the figures are then null.",
+  }),
+  reason: z.string().optional().meta({ description: "Why a size is not fillable." }),
+  wethOut: decimal("WETH the buy leg returns.").nullable(),
+  usdcBack: decimal("USDC the sell leg returns.").nullable(),
+  grossPnlUsdc: decimal("usdcBack − usdcIn, exact.").nullable(),
+  gasUsd: decimal("The round trip's gas in USD (same rules as roundTrips).").nullable(),
+  netPnlUsdc: decimal("grossPnlUsdc − gasUsd, exact.").nullable(),
+  netBps: z.number().nullable(),
+});
+
+const SizePick = z.object({
+  usdcIn: decimal("The size, in USDC."),
+  buyOn: z.enum(VENUES),
+  sellOn: z.enum(VENUES),
+  netPnlUsdc: decimal("Net result at this size."),
+  netBps: z.number(),
 });
 
 export const ChainArbitrageSnapshotResponse = z
@@ -100,6 +144,12 @@ export const ChainArbitrageSnapshotResponse = z
     blockNumber: z.int().min(0),
     blockHash: z.string().regex(/^0x[0-9a-f]{64}$/),
     blockTimestamp: z.iso.datetime(),
+    blockAgeSeconds: z.int().meta({
+      description:
+        "Service clock − blockTimestamp when it quoted (a lagging RPC serves an old `latest`). Above " +
+        "ARBITRAGE_BLOCK_WARN_AGE_SECONDS it is a warning; above ARBITRAGE_BLOCK_MAX_AGE_SECONDS a 502.",
+    }),
+    execution: z.enum(EXECUTIONS),
     pair: z.object({ usdc: address, weth: address }),
     amountUsdc: decimal("The USDC amount of each round trip."),
     ethUsd: z.object({
@@ -125,6 +175,26 @@ export const ChainArbitrageSnapshotResponse = z
       netBps: z.number(),
       profitable: z.boolean(),
     }),
+    sizes: z
+      .object({
+        ladder: z
+          .array(
+            z.object({ usdcIn: decimal("The size, in USDC."), roundTrips: z.array(LadderTrip).length(2) }),
+          )
+          .meta({
+            description:
+              "Log-spaced sizes from amountUsdc / 100 to amountUsdc × 100 (within 10 and 1,000,000 USDC), " +
+              "both directions each, quoted at blockNumber in the same two RPC round trips.",
+          }),
+        best: SizePick.nullable().meta({
+          description: "The fillable size and direction with the highest netPnlUsdc (amountUsdc included).",
+        }),
+        breakEven: SizePick.nullable().meta({
+          description:
+            "The smallest ladder size (or amountUsdc) where the best direction nets ≥ 0 after gas; null if none.",
+        }),
+      })
+      .meta({ description: "The answer at other sizes: one size per answer is rarely the right one." }),
     warnings: z.array(z.string()),
   })
   .meta({ id: "ChainArbitrageSnapshotResponse" });

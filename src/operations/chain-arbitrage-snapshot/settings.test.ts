@@ -21,13 +21,15 @@ const start = (env: Record<string, string>) =>
   });
 
 describe("chain-arbitrage-snapshot settings", () => {
-  it("reads the RPC fallbacks, timeout, priority fee, feed age and address overrides", () => {
+  it("reads the RPC fallbacks, timeout, priority fee, feed age, block age bounds and address overrides", () => {
     const config = loadConfig({
       ...facilitatorMode,
       RPC_FALLBACK_URLS: "http://127.0.0.1:8001, http://127.0.0.1:8002",
       ARBITRAGE_RPC_TIMEOUT_MS: "800",
       ARBITRAGE_PRIORITY_FEE_WEI: "2000000",
       ARBITRAGE_FEED_MAX_AGE_SECONDS: "3600",
+      ARBITRAGE_BLOCK_WARN_AGE_SECONDS: "10",
+      ARBITRAGE_BLOCK_MAX_AGE_SECONDS: "60",
       ARBITRAGE_AERODROME_ROUTER: "0x00000000000000000000000000000000000000a1",
     });
     expect(config.arbitrage).toEqual({
@@ -35,6 +37,8 @@ describe("chain-arbitrage-snapshot settings", () => {
       rpcTimeoutMs: 800,
       priorityFeeWei: 2_000_000n,
       feedMaxAgeSeconds: 3600,
+      blockWarnAgeSeconds: 10,
+      blockMaxAgeSeconds: 60,
       addresses: { aerodromeRouter: "0x00000000000000000000000000000000000000a1" },
     });
     expect(loadConfig(facilitatorMode).arbitrage).toEqual({
@@ -42,6 +46,8 @@ describe("chain-arbitrage-snapshot settings", () => {
       rpcTimeoutMs: 5000,
       priorityFeeWei: 1_000_000n,
       feedMaxAgeSeconds: 1200,
+      blockWarnAgeSeconds: 30,
+      blockMaxAgeSeconds: 120,
       addresses: {},
     });
   });

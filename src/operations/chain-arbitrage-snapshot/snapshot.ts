@@ -1,5 +1,6 @@
 import {
   type Address,
+  decodeAbiParameters,
   decodeFunctionResult,
   encodeFunctionData,
   type Hex,
@@ -12,7 +13,14 @@ import { isTransportError } from "../../chain/transport-failures.ts";
 import { invalidRequest, Problem } from "../../problem.ts";
 import type { ChainAddresses } from "./addresses.ts";
 import { divCeil, divRound, formatUnitsExact, parseUnitsExact, ratioBps } from "./decimal.ts";
-import type { ChainArbitrageSnapshotInput, ChainArbitrageSnapshotOutput, VenueId } from "./schema.ts";
+import {
+  type ChainArbitrageSnapshotInput,
+  type ChainArbitrageSnapshotOutput,
+  LADDER_SIZES,
+  MAX_AMOUNT_USDC,
+  MIN_AMOUNT_USDC,
+  type VenueId,
+} from "./schema.ts";
 import {
   AERODROME_VOLATILE_SWAP_GAS,
   type Call,
@@ -30,6 +38,14 @@ export interface SnapshotSettings {
   priorityFeeWei: bigint;
   /** A feed older than this (at the block) is reported in `warnings`. */
   feedMaxAgeSeconds: number;
+  /** A `latest` block older than this (service clock) is reported in `warnings`. */
+  blockWarnAgeSeconds?: number;
+  /** A `latest` block older than this is refused (502): the RPC lags. 0 or unset: not checked. */
+  blockMaxAgeSeconds?: number;
+  /** The chain the addresses belong to: Base, 8453 (the local chain uses the same id). Default 8453. */
+  chainId?: number;
+  /** The service clock in ms (Date.now). */
+  now?: () => number;
 }
 
 /**
@@ -39,6 +55,7 @@ export interface SnapshotSettings {
  */
 export const SWAP_TX_OVERHEAD_GAS = 60_000n;
 const PRICE_IMPACT_WARNING_BPS = 50;
+export const BASE_CHAIN_ID = 8453;
 const USDC_DECIMALS = 6;
 const WETH_DECIMALS = 18;
 
@@ -46,6 +63,7 @@ const MULTICALL3_ABI = parseAbi([
   "function aggregate3((address target, bool allowFailure, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)",
   "function getBlockNumber() view returns (uint256 blockNumber)",
   "function getChainId() view returns (uint256 chainid)",
+  "function getLastBlockHash() view returns (bytes32 blockHash)",
 ]);
 const FEED_ABI = parseAbi([
   "function latestRoundData() view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound)",
@@ -86,7 +104,7 @@ function rpcProblem(error: unknown, blockNumber: number | undefined): Problem {
   if (
     blockNumber !== undefined &&
     /block|header/i.test(detail) &&
-    /not found|out ?of ?range|unknown|future|missing|not available|pruned/i.test(detail)
+    /not (be )?found|out ?of ?range|unknown|future|missing|not available|pruned/i.test(detail)
   ) {
     return invalidRequest([
       {
@@ -103,18 +121,22 @@ async function aggregate(
   client: PublicClient,
   multicall3: Address,
   calls: Call[],
-  block: bigint | undefined,
+  at: At,
   requestedBlock: number | undefined,
 ): Promise<readonly Result[]> {
-  const { data } = await client.call({
-    to: multicall3,
-    data: encodeFunctionData({
-      abi: MULTICALL3_ABI,
-      functionName: "aggregate3",
-      args: [calls.map((call) => ({ ...call, allowFailure: true }))],
-    }),
-    ...(block === undefined ? { blockTag: "latest" as const } : { blockNumber: block }),
+  const callData = encodeFunctionData({
+    abi: MULTICALL3_ABI,
+    functionName: "aggregate3",
+    args: [calls.map((call) => ({ ...call, allowFailure: true }))],
   });
+  // viem's call takes a tag or a number; a block hash (EIP-1898) goes to eth_call directly.
+  const data =
+    "blockHash" in at
+      ? ((await client.request({
+          method: "eth_call",
+          params: [{ to: multicall3, data: callData }, { blockHash: at.blockHash }],
+        } as never)) as Hex | undefined)
+      : (await client.call({ to: multicall3, data: callData, ...at })).data;
   if (!data || data === "0x") {
     // No code at the address at this block: the requested block predates Multicall3, or the
     // configured address is wrong.
@@ -131,12 +153,17 @@ async function aggregate(
   return decodeFunctionResult({ abi: MULTICALL3_ABI, functionName: "aggregate3", data });
 }
 
-const multicallRead = (multicall3: Address, functionName: "getBlockNumber" | "getChainId"): Call => ({
+const multicallRead = (
+  multicall3: Address,
+  functionName: "getBlockNumber" | "getChainId" | "getLastBlockHash",
+): Call => ({
   target: multicall3,
   callData: encodeFunctionData({ abi: MULTICALL3_ABI, functionName }),
 });
 const decodeUint = (data: Hex) =>
   decodeFunctionResult({ abi: MULTICALL3_ABI, functionName: "getBlockNumber", data });
+const decodeBytes32 = (data: Hex) =>
+  decodeFunctionResult({ abi: MULTICALL3_ABI, functionName: "getLastBlockHash", data });
 
 /**
  * The unsigned EIP-1559 transaction a trader would send for this swap: GasPriceOracle.getL1Fee
@@ -207,13 +234,98 @@ function describeLeg(
   };
 }
 
+/** A quote of one leg at one size: what the quoter said, or why it said nothing. */
+type Outcome = { quote: Quote } | { failed: string };
+
+/** The revert reason of a failed call, as the contract gave it. */
+export function revertReason(data: Hex): string {
+  if (data.startsWith(ERROR_STRING_SELECTOR)) {
+    try {
+      const [reason] = decodeAbiParameters([{ type: "string" }], `0x${data.slice(10)}`);
+      return JSON.stringify(reason);
+    } catch {
+      // fall through: not a well-formed Error(string)
+    }
+  }
+  if (data.startsWith(PANIC_SELECTOR) && data.length === 74)
+    return `panic 0x${BigInt(`0x${data.slice(10)}`).toString(16)}`;
+  if (data === "0x") return "reverted without a reason";
+  return `reverted with ${data.length > 74 ? `${data.slice(0, 74)}…` : data}`;
+}
+const ERROR_STRING_SELECTOR = "0x08c379a0";
+const PANIC_SELECTOR = "0x4e487b71";
+
+function outcome(venue: Venue, result: Result | undefined): Outcome {
+  if (!result) return { failed: "no answer" };
+  if (!result.success) return { failed: revertReason(result.returnData) };
+  try {
+    return { quote: venue.decodeQuote(result.returnData) };
+  } catch {
+    return { failed: `an answer that does not decode (${result.returnData.slice(0, 74)})` };
+  }
+}
+
+/** Where a read runs: a tag or number for the first round trip, the first one's block hash after that. */
+type At = { blockTag: "latest" } | { blockNumber: bigint } | { blockHash: Hex };
+
+/** Calls of one aggregate3, each at a known index. */
+class Calls {
+  readonly list: Call[] = [];
+  add(call: Call): number {
+    return this.list.push(call) - 1;
+  }
+}
+
+/** Gas of the intrinsic part of a transaction: what one atomic transaction saves on the second swap. */
+const INTRINSIC_GAS = 21_000n;
+/** Any executor contract: the L1 fee depends on the transaction's bytes only. */
+const SAMPLE_EXECUTOR: Address = "0x7e57e8ec07010e5a3c1b2d4f6a8b9c0d1e2f3a4b";
+const EXECUTOR_ABI = parseAbi(["function multicall(bytes[] data) payable returns (bytes[] results)"]);
+
+/** One transaction carrying both swaps (execution "atomic"), as GasPriceOracle.getL1Fee prices it. */
+function sampleAtomicTransaction(buy: Hex, sell: Hex): Hex {
+  return serializeTransaction({
+    chainId: 8453,
+    type: "eip1559",
+    nonce: 1_000,
+    to: SAMPLE_EXECUTOR,
+    data: encodeFunctionData({ abi: EXECUTOR_ABI, functionName: "multicall", args: [[buy, sell]] }),
+    gas: 600_000n,
+    maxFeePerGas: 10_000_000n,
+    maxPriorityFeePerGas: 1_000_000n,
+    value: 0n,
+  });
+}
+
+/** The ladder's sizes in USDC atomic units: log-spaced, whole USDC, from amount / 100 to amount × 100. */
+export function ladderSizes(usdcIn: bigint): bigint[] {
+  const unit = 10n ** BigInt(USDC_DECIMALS);
+  const min = BigInt(MIN_AMOUNT_USDC) * unit;
+  const max = BigInt(MAX_AMOUNT_USDC) * unit;
+  const low = usdcIn / 100n > min ? usdcIn / 100n : min;
+  const high = usdcIn * 100n < max ? usdcIn * 100n : max;
+  const ratio = Number(high) / Number(low);
+  const sizes: bigint[] = [];
+  for (let k = 0; k < LADDER_SIZES; k++) {
+    const size = BigInt(Math.round((Number(low) * ratio ** (k / (LADDER_SIZES - 1))) / 1e6)) * unit;
+    const bounded = size < min ? min : size > max ? max : size;
+    if (!sizes.includes(bounded)) sizes.push(bounded);
+  }
+  return sizes;
+}
+
 /**
  * One snapshot in two RPC round trips, both at one block:
- *  1. aggregate3 at the requested block (or latest): the block number it ran at, the chain id, the
- *     ETH/USD feed, both pool lookups, the USDC→WETH quote on each venue, the L1 fee of each venue's swap;
- *  2. one JSON-RPC batch at that block number: the block header (timestamp, base fee) and aggregate3 of
- *     the WETH→USDC quotes for the WETH the first legs returned, each pool's fee and spot state.
- * The second legs need the first legs' outputs, which is why one aggregate3 cannot do it all.
+ *  1. one JSON-RPC batch: the block header (latest, or the requested block) and aggregate3 at the same
+ *     block: the block number it ran at, its parent's hash, the chain id, the ETH/USD feed, both pool
+ *     lookups, the USDC→WETH quote on each venue at the amount and at every ladder size, the L1 fee of
+ *     each of those swaps;
+ *  2. aggregate3 pinned by the header's block hash (EIP-1898): the WETH→USDC quotes for the WETH the
+ *     first legs returned, each pool's fee, spot state and liquidity, the exact-output quote of a
+ *     partial fill, and (execution "atomic") the L1 fee of one transaction carrying both swaps.
+ * The second legs need the first legs' outputs, which is why one aggregate3 cannot do it all. A third
+ * request happens only when the header and the first aggregate3 answered for different blocks (the
+ * chain moved between them) and when a sell leg fills partially (to name the largest fillable size).
  */
 export async function takeSnapshot(
   client: PublicClient,
@@ -224,42 +336,88 @@ export async function takeSnapshot(
   const { usdc, weth, multicall3 } = addresses;
   const venues = input.venues.map((id) => venue(id, addresses)) as [Venue, Venue];
   const usdcIn = parseUnitsExact(String(input.amountUsdc), USDC_DECIMALS);
+  const atomic = input.execution === "atomic";
+  // Size 0 is the amount asked for; the others are the ladder.
+  const sizes = [usdcIn, ...ladderSizes(usdcIn)];
   const requestedBlock = input.blockNumber === undefined ? undefined : BigInt(input.blockNumber);
+  const usdcText = (amount: bigint) => formatUnitsExact(amount, USDC_DECIMALS);
+  const wethText = (amount: bigint) => formatUnitsExact(amount, WETH_DECIMALS);
 
-  const first = await aggregate(
-    client,
-    multicall3,
-    [
-      multicallRead(multicall3, "getBlockNumber"),
-      multicallRead(multicall3, "getChainId"),
-      {
-        target: addresses.chainlinkEthUsd,
-        callData: encodeFunctionData({ abi: FEED_ABI, functionName: "latestRoundData" }),
-      },
-      {
-        target: addresses.chainlinkEthUsd,
-        callData: encodeFunctionData({ abi: FEED_ABI, functionName: "decimals" }),
-      },
-      ...venues.map((v) => v.poolLookup),
-      ...venues.map((v) => v.quote(usdc, weth, usdcIn)),
-      ...venues.map((v) => ({
+  const firstCalls = new Calls();
+  firstCalls.add(multicallRead(multicall3, "getBlockNumber"));
+  firstCalls.add(multicallRead(multicall3, "getChainId"));
+  firstCalls.add(multicallRead(multicall3, "getLastBlockHash"));
+  firstCalls.add({
+    target: addresses.chainlinkEthUsd,
+    callData: encodeFunctionData({ abi: FEED_ABI, functionName: "latestRoundData" }),
+  });
+  firstCalls.add({
+    target: addresses.chainlinkEthUsd,
+    callData: encodeFunctionData({ abi: FEED_ABI, functionName: "decimals" }),
+  });
+  const lookupAt = venues.map((v) => firstCalls.add(v.poolLookup));
+  const buyAt = sizes.map((size) => venues.map((v) => firstCalls.add(v.quote(usdc, weth, size))));
+  const l1At = sizes.map((size) =>
+    venues.map((v) =>
+      firstCalls.add({
         target: addresses.gasPriceOracle,
         callData: encodeFunctionData({
           abi: GAS_PRICE_ORACLE_ABI,
           functionName: "getL1Fee",
-          args: [sampleTransaction(v, usdc, weth, usdcIn)],
+          args: [sampleTransaction(v, usdc, weth, size)],
         }),
-      })),
-    ],
-    requestedBlock,
-    input.blockNumber,
-  ).catch((error) => {
+      }),
+    ),
+  );
+
+  const at: At = requestedBlock === undefined ? { blockTag: "latest" } : { blockNumber: requestedBlock };
+  let [header, first] = await Promise.all([
+    client.getBlock(at as Parameters<PublicClient["getBlock"]>[0]),
+    aggregate(client, multicall3, firstCalls.list, at, input.blockNumber),
+  ]).catch((error) => {
     throw rpcProblem(error, input.blockNumber);
   });
+  const chainId = required(first[1], "chain id", decodeUint);
+  const expectedChainId = settings.chainId ?? BASE_CHAIN_ID;
+  if (chainId !== BigInt(expectedChainId)) {
+    throw chainUnavailable(
+      `the chain RPC serves chain ${chainId}, not Base (${expectedChainId}): its contracts are not the ones quoted`,
+    );
+  }
   const blockNumber = required(first[0], "block number", decodeUint);
+  const parentHash = required(first[2], "parent block hash", decodeBytes32);
+  if (header.number !== blockNumber) {
+    // `latest` moved between the header and the eth_call of one batch: fetch the header of the block
+    // the quotes ran at.
+    header = await client.getBlock({ blockNumber }).catch((error) => {
+      throw rpcProblem(error, undefined);
+    });
+  }
+  if (header.parentHash.toLowerCase() !== parentHash.toLowerCase() || header.number !== blockNumber) {
+    throw chainUnavailable(
+      `the chain RPC's block ${blockNumber} and its eth_call at that block are on different chains (a reorganisation)`,
+    );
+  }
+  const blockHash = header.hash as Hex;
+  const warnings: string[] = [];
+  const blockAgeSeconds = Math.floor((settings.now?.() ?? Date.now()) / 1000) - Number(header.timestamp);
+  const { blockWarnAgeSeconds = 0, blockMaxAgeSeconds = 0 } = settings;
+  if (requestedBlock === undefined && blockMaxAgeSeconds > 0) {
+    if (blockAgeSeconds > blockMaxAgeSeconds) {
+      throw chainUnavailable(
+        `the chain RPC's latest block ${blockNumber} is ${blockAgeSeconds} s old (more than ${blockMaxAgeSeconds} s): the RPC lags behind the chain`,
+      );
+    }
+    if (blockWarnAgeSeconds > 0 && blockAgeSeconds > blockWarnAgeSeconds) {
+      warnings.push(
+        `the chain RPC's latest block is ${blockAgeSeconds} s old (more than ${blockWarnAgeSeconds} s): the RPC may lag behind the chain`,
+      );
+    }
+  }
+
   // A factory without code at this block (not yet deployed) has no pool either.
   const pools = venues.map((v, i) => {
-    const result = first[4 + i];
+    const result = first[lookupAt[i] as number];
     return result?.success && result.returnData === "0x"
       ? zeroAddress
       : required(result, `${v.id} pool lookup`, decodeAddress);
@@ -270,124 +428,299 @@ export async function takeSnapshot(
       : [],
   );
   if (missing.length > 0) throw invalidRequest(missing);
-  const chainId = required(first[1], "chain id", decodeUint);
-  const [, answer, , updatedAt] = required(first[2], "ETH/USD round (feed latestRoundData)", (data) =>
+  const [, answer, , updatedAt] = required(first[3], "ETH/USD round (feed latestRoundData)", (data) =>
     decodeFunctionResult({ abi: FEED_ABI, functionName: "latestRoundData", data }),
   );
-  const feedDecimals = required(first[3], "ETH/USD feed decimals", (data) =>
+  const feedDecimals = required(first[4], "ETH/USD feed decimals", (data) =>
     decodeFunctionResult({ abi: FEED_ABI, functionName: "decimals", data }),
   );
   if (answer <= 0n) throw chainUnavailable(`the ETH/USD feed answers ${answer}`);
-  const quoteOrRefuse = (v: Venue, result: Result | undefined, what: string): Quote => {
-    const quote = result?.success ? v.decodeQuote(result.returnData) : undefined;
-    if (!quote || quote.amountOut === 0n) {
-      throw invalidRequest([
-        {
-          pointer: "/amountUsdc",
-          message: `${v.id} cannot quote ${what} at block ${blockNumber} (the pool lacks liquidity for this size)`,
-        },
-      ]);
-    }
-    return quote;
-  };
-  const buys = venues.map((v, i) =>
-    quoteOrRefuse(v, first[6 + i], `${formatUnitsExact(usdcIn, USDC_DECIMALS)} USDC → WETH`),
-  ) as [Quote, Quote];
-  const l1Fees = venues.map((v, i) => required(first[8 + i], `${v.id} L1 fee (GasPriceOracle)`, decodeUint));
+  const buys = buyAt.map((row) => row.map((index, i) => outcome(venues[i] as Venue, first[index])));
+  const l1Fees = l1At.map((row) =>
+    row.map((index, i) => required(first[index], `${venues[i]?.id} L1 fee (GasPriceOracle)`, decodeUint)),
+  );
+  const filled = (o: Outcome | undefined): Quote | undefined =>
+    o && "quote" in o && !o.quote.partial && o.quote.amountOut > 0n ? o.quote : undefined;
 
-  // Sell on the other venue the WETH each venue's buy returned.
-  const sellCalls = [
-    venues[1].quote(weth, usdc, buys[0].amountOut),
-    venues[0].quote(weth, usdc, buys[1].amountOut),
-  ];
-  const [block, second] = await Promise.all([
-    client.getBlock({ blockNumber }),
-    aggregate(
-      client,
-      multicall3,
-      [
-        multicallRead(multicall3, "getBlockNumber"),
-        ...sellCalls,
-        ...venues.map((v, i) => v.feeCall(pools[i] as Address)),
-        ...venues.map((v, i) => v.spotCall(pools[i] as Address)),
-      ],
-      blockNumber,
-      input.blockNumber,
-    ),
-  ]).catch((error) => {
-    throw rpcProblem(error, input.blockNumber);
+  // Round trip t buys on venue t and sells on the other one the WETH the buy returned.
+  const secondCalls = new Calls();
+  secondCalls.add(multicallRead(multicall3, "getBlockNumber"));
+  secondCalls.add(multicallRead(multicall3, "getLastBlockHash"));
+  const feeAt = venues.map((v, i) => secondCalls.add(v.feeCall(pools[i] as Address)));
+  const spotAt = venues.map((v, i) => secondCalls.add(v.spotCall(pools[i] as Address)));
+  const liquidityAt = venues.map((v, i) => secondCalls.add(v.liquidityCall(pools[i] as Address)));
+  const sellAt = buys.map((row) =>
+    row.map((o, t) => {
+      const buy = filled(o);
+      return buy ? secondCalls.add((venues[1 - t] as Venue).quote(weth, usdc, buy.amountOut)) : undefined;
+    }),
+  );
+  const atomicL1At = buys.map((row, k) =>
+    row.map((o, t) => {
+      const buy = filled(o);
+      if (!atomic || !buy) return undefined;
+      const buyVenue = venues[t] as Venue;
+      const sellVenue = venues[1 - t] as Venue;
+      const transaction = sampleAtomicTransaction(
+        buyVenue.swapCalldata(usdc, weth, sizes[k] as bigint),
+        sellVenue.swapCalldata(weth, usdc, buy.amountOut),
+      );
+      return secondCalls.add({
+        target: addresses.gasPriceOracle,
+        callData: encodeFunctionData({
+          abi: GAS_PRICE_ORACLE_ABI,
+          functionName: "getL1Fee",
+          args: [transaction],
+        }),
+      });
+    }),
+  );
+  // A partial fill of the amount asked for: what input the filled output takes is the largest size.
+  const exactAt = (buys[0] as Outcome[]).map((o, t) => {
+    const v = venues[t] as Venue;
+    return "quote" in o && o.quote.partial && v.quoteExactOutput
+      ? secondCalls.add(v.quoteExactOutput(usdc, weth, o.quote.amountOut))
+      : undefined;
   });
-  if (required(second[0], "block number", decodeUint) !== blockNumber || block.number !== blockNumber) {
-    throw chainUnavailable(`the chain RPC answered for another block than ${blockNumber}`);
+  const second = await aggregate(client, multicall3, secondCalls.list, { blockHash }, undefined).catch(
+    (error) => {
+      throw rpcProblem(error, undefined);
+    },
+  );
+  if (
+    required(second[0], "block number", decodeUint) !== blockNumber ||
+    required(second[1], "parent block hash", decodeBytes32).toLowerCase() !== parentHash.toLowerCase()
+  ) {
+    throw chainUnavailable(`the chain RPC answered for another block than ${blockNumber} (${blockHash})`);
   }
-  const sells = [
-    quoteOrRefuse(venues[1], second[1], `${formatUnitsExact(buys[0].amountOut, WETH_DECIMALS)} WETH → USDC`),
-    quoteOrRefuse(venues[0], second[2], `${formatUnitsExact(buys[1].amountOut, WETH_DECIMALS)} WETH → USDC`),
-  ] as [Quote, Quote];
-  const fees = venues.map((v, i) => required(second[3 + i], `${v.id} fee`, v.decodeFee));
+  const fees = venues.map((v, i) => required(second[feeAt[i] as number], `${v.id} fee`, v.decodeFee));
+  const empty = venues.map((v, i) =>
+    required(second[liquidityAt[i] as number], `${v.id} pool liquidity`, v.decodeEmpty),
+  );
+  const sells = sellAt.map((row) =>
+    row.map((index, t) =>
+      index === undefined ? undefined : outcome(venues[1 - t] as Venue, second[index] as Result | undefined),
+    ),
+  );
+
+  // The amount asked for must be quoted whole on all four legs. A quoter that fails on a pool with
+  // liquidity is the chain's fault (502); an empty pool, or a size a pool cannot take, the request's (400).
+  const refusals: { pointer: string; message: string }[] = [];
+  const judge = (o: Outcome, venueIndex: number, what: string, fillable?: string) => {
+    const v = venues[venueIndex] as Venue;
+    if ("failed" in o || o.quote.amountOut === 0n) {
+      if (empty[venueIndex]) {
+        refusals.push({
+          pointer: `/venues/${venueIndex}`,
+          message: `${v.id}'s USDC/WETH pool (${pools[venueIndex]}) has no liquidity at block ${blockNumber}`,
+        });
+        return;
+      }
+      if ("failed" in o) {
+        throw new Problem(
+          502,
+          "quoter-failed",
+          "Quoter failed",
+          `${v.id}'s quoter failed on ${what} at block ${blockNumber} although its pool has liquidity: ${o.failed}; nothing was charged`,
+        );
+      }
+      refusals.push({
+        pointer: "/amountUsdc",
+        message: `${v.id} quotes nothing for ${what} at block ${blockNumber} (too small for the pool)`,
+      });
+      return;
+    }
+    if (o.quote.partial) {
+      refusals.push({
+        pointer: "/amountUsdc",
+        message:
+          `${v.id} can fill only part of ${what} at block ${blockNumber}: its liquidity runs out ${fillable ?? ""}`.trim(),
+      });
+    }
+  };
+  (buys[0] as Outcome[]).forEach((o, t) => {
+    const index = exactAt[t];
+    const filledIn = index === undefined ? undefined : second[index];
+    const largest =
+      filledIn?.success && venues[t]?.decodeExactOutput
+        ? `after ${usdcText(venues[t].decodeExactOutput(filledIn.returnData))} USDC; the largest amountUsdc it can take is ${usdcText(venues[t].decodeExactOutput(filledIn.returnData))}`
+        : undefined;
+    judge(o, t, `${usdcText(usdcIn)} USDC → WETH`, largest);
+  });
+  if (refusals.length > 0) throw invalidRequest(refusals);
+  const mainBuys = (buys[0] as Outcome[]).map((o) => (o as { quote: Quote }).quote) as [Quote, Quote];
+  const mainSells = sells[0] as [Outcome, Outcome];
+  for (const t of [0, 1] as const) {
+    const o = mainSells[t];
+    const wethIn = mainBuys[t].amountOut;
+    let largest: string | undefined;
+    const sellVenue = venues[1 - t] as Venue;
+    if ("quote" in o && o.quote.partial && sellVenue.quoteExactOutput && sellVenue.decodeExactOutput) {
+      // Rare: one more request to name the largest size (the sell leg's fillable WETH, back in USDC).
+      const wethFillable = await aggregate(
+        client,
+        multicall3,
+        [sellVenue.quoteExactOutput(weth, usdc, o.quote.amountOut)],
+        { blockHash },
+        undefined,
+      )
+        .then(([result]) => (result?.success ? sellVenue.decodeExactOutput?.(result.returnData) : undefined))
+        .catch(() => undefined);
+      if (wethFillable !== undefined) {
+        largest = `after ${wethText(wethFillable)} WETH; the largest amountUsdc it can take is about ${usdcText((usdcIn * wethFillable) / wethIn)}`;
+      }
+    }
+    judge(o, 1 - t, `${wethText(wethIn)} WETH → USDC`, largest);
+  }
+  if (refusals.length > 0) throw invalidRequest(refusals);
+  const mainSellQuotes = mainSells.map((o) => (o as { quote: Quote }).quote) as [Quote, Quote];
+
   // Both protocols order a pool's tokens by address; spot is token1 per token0.
   const wethIsToken0 = weth.toLowerCase() < usdc.toLowerCase();
   const spots = venues.map((v, i) => {
-    const spot = required(second[5 + i], `${v.id} pool state`, v.decodeSpot);
-    if (spot.numerator === 0n || spot.denominator === 0n) throw chainUnavailable(`${v.id}'s pool is empty`);
+    const spot = required(second[spotAt[i] as number], `${v.id} pool state`, v.decodeSpot);
+    if (spot.numerator === 0n || spot.denominator === 0n) {
+      throw invalidRequest([
+        { pointer: `/venues/${i}`, message: `${v.id}'s USDC/WETH pool has no price at block ${blockNumber}` },
+      ]);
+    }
     return wethIsToken0 ? spot : { numerator: spot.denominator, denominator: spot.numerator };
   });
 
-  const baseFeeWei = block.baseFeePerGas ?? 0n;
+  const baseFeeWei = header.baseFeePerGas ?? 0n;
   const gasPriceWei = baseFeeWei + settings.priorityFeeWei;
-  const leg = (index: 0 | 1, direction: LegFacts["direction"], amountIn: bigint, quote: Quote) =>
+  const leg = (index: number, direction: LegFacts["direction"], amountIn: bigint, quote: Quote) =>
     describeLeg(
       {
-        venue: venues[index],
-        pool: pools[index],
+        venue: venues[index] as Venue,
+        pool: pools[index] as Address,
         direction,
         amountIn,
         quote,
         fee: fees[index] as Ratio,
         spotUsdcPerWei: spots[index] as Ratio,
-        l1FeeWei: l1Fees[index] as bigint,
+        l1FeeWei: (l1Fees[0] as bigint[])[index] as bigint,
       },
       addresses,
       gasPriceWei,
     );
   const legs = [
-    leg(0, "USDC->WETH", usdcIn, buys[0]),
-    leg(1, "WETH->USDC", buys[0].amountOut, sells[0]),
-    leg(1, "USDC->WETH", usdcIn, buys[1]),
-    leg(0, "WETH->USDC", buys[1].amountOut, sells[1]),
+    leg(0, "USDC->WETH", usdcIn, mainBuys[0]),
+    leg(1, "WETH->USDC", mainBuys[0].amountOut, mainSellQuotes[0]),
+    leg(1, "USDC->WETH", usdcIn, mainBuys[1]),
+    leg(0, "WETH->USDC", mainBuys[1].amountOut, mainSellQuotes[1]),
   ];
   // Gas in USDC atomic units: wei × (USD per ETH) / 10^12, rounded up (a cost is never understated).
   const weiToUsdc = (wei: bigint) =>
     divCeil(wei * answer * 10n ** BigInt(USDC_DECIMALS), 10n ** BigInt(WETH_DECIMALS + feedDecimals));
-  const roundTrips = ([0, 1] as const).map((first) => {
-    const buy = legs[2 * first] as (typeof legs)[number];
-    const sell = legs[2 * first + 1] as (typeof legs)[number];
-    const usdcBack = sells[first].amountOut;
-    const gross = usdcBack - usdcIn;
-    const gasWei = buy.gasWei + sell.gasWei;
+  const swapGas = (quote: Quote) => (quote.gasEstimate ?? AERODROME_VOLATILE_SWAP_GAS) + SWAP_TX_OVERHEAD_GAS;
+
+  /** The round trip t at size k, or why it cannot be done. */
+  const trip = (k: number, t: 0 | 1) => {
+    const size = sizes[k] as bigint;
+    const buyOn = venues[t]?.id as VenueId;
+    const sellOn = venues[1 - t]?.id as VenueId;
+    const buyOutcome = buys[k]?.[t] as Outcome;
+    const buy = filled(buyOutcome);
+    const sellOutcome = sells[k]?.[t];
+    const sell = filled(sellOutcome);
+    if (!buy || !sell) {
+      const o = (buy ? sellOutcome : buyOutcome) as Outcome;
+      const where = buy ? `${sellOn} (sell)` : `${buyOn} (buy)`;
+      const reason =
+        "failed" in o
+          ? `${where}: no quote (${o.failed})`
+          : o.quote.partial
+            ? `${where}: the pool's liquidity runs out (partial fill)`
+            : `${where}: quotes nothing`;
+      return { buyOn, sellOn, size, reason } as const;
+    }
+    const gasUnits = swapGas(buy) + swapGas(sell) - (atomic ? INTRINSIC_GAS : 0n);
+    const atomicIndex = atomicL1At[k]?.[t];
+    const l1FeeWei = atomic
+      ? required(second[atomicIndex as number], "atomic L1 fee (GasPriceOracle)", decodeUint)
+      : ((l1Fees[k] as bigint[])[t] as bigint) + ((l1Fees[k] as bigint[])[1 - t] as bigint);
+    const gasWei = gasUnits * gasPriceWei + l1FeeWei;
     const gasUsd = weiToUsdc(gasWei);
+    const gross = sell.amountOut - size;
     const net = gross - gasUsd;
+    return { buyOn, sellOn, size, buy, sell, gasUnits, l1FeeWei, gasWei, gasUsd, gross, net } as const;
+  };
+
+  const roundTrips = ([0, 1] as const).map((t) => {
+    const result = trip(0, t);
+    if ("reason" in result) throw new Error(`round trip ${t} at the amount: ${result.reason}`); // judged above
     return {
-      buyOn: buy.venue as VenueId,
-      sellOn: sell.venue as VenueId,
-      usdcIn: formatUnitsExact(usdcIn, USDC_DECIMALS),
-      wethOut: formatUnitsExact(buys[first].amountOut, WETH_DECIMALS),
-      usdcBack: formatUnitsExact(usdcBack, USDC_DECIMALS),
-      grossPnlUsdc: formatUnitsExact(gross, USDC_DECIMALS),
-      gasWei: gasWei.toString(),
-      gasUsd: formatUnitsExact(gasUsd, USDC_DECIMALS),
-      netPnlUsdc: formatUnitsExact(net, USDC_DECIMALS),
-      netBps: ratioBps(net, usdcIn),
-      net,
+      buyOn: result.buyOn,
+      sellOn: result.sellOn,
+      usdcIn: usdcText(usdcIn),
+      wethOut: wethText(result.buy.amountOut),
+      usdcBack: usdcText(result.sell.amountOut),
+      grossPnlUsdc: usdcText(result.gross),
+      gasWei: result.gasWei.toString(),
+      gasUsd: usdcText(result.gasUsd),
+      netPnlUsdc: usdcText(result.net),
+      netBps: ratioBps(result.net, usdcIn),
+      transactions: atomic ? 1 : 2,
+      gasUnits: Number(result.gasUnits),
+      l1FeeWei: result.l1FeeWei.toString(),
+      net: result.net,
     };
   });
-  const best =
-    (roundTrips[0] as (typeof roundTrips)[number]).net >= (roundTrips[1] as (typeof roundTrips)[number]).net
-      ? (roundTrips[0] as (typeof roundTrips)[number])
-      : (roundTrips[1] as (typeof roundTrips)[number]);
+  const [tripA, tripB] = roundTrips as [(typeof roundTrips)[number], (typeof roundTrips)[number]];
+  const best = tripA.net >= tripB.net ? tripA : tripB;
 
-  const warnings: string[] = [];
-  const ageSeconds = Number(block.timestamp - updatedAt);
+  // The ladder, and the best and break-even sizes over it and the amount asked for.
+  const all = sizes.map((_, k) => [trip(k, 0), trip(k, 1)] as const);
+  const ladder = all.slice(1).map((trips, j) => ({
+    usdcIn: usdcText(sizes[j + 1] as bigint),
+    roundTrips: trips.map((r) =>
+      "reason" in r
+        ? {
+            buyOn: r.buyOn,
+            sellOn: r.sellOn,
+            fillable: false,
+            reason: r.reason,
+            wethOut: null,
+            usdcBack: null,
+            grossPnlUsdc: null,
+            gasUsd: null,
+            netPnlUsdc: null,
+            netBps: null,
+          }
+        : {
+            buyOn: r.buyOn,
+            sellOn: r.sellOn,
+            fillable: true,
+            wethOut: wethText(r.buy.amountOut),
+            usdcBack: usdcText(r.sell.amountOut),
+            grossPnlUsdc: usdcText(r.gross),
+            gasUsd: usdcText(r.gasUsd),
+            netPnlUsdc: usdcText(r.net),
+            netBps: ratioBps(r.net, r.size),
+          },
+    ),
+  }));
+  const candidates = all.flat().flatMap((r) => ("reason" in r ? [] : [r]));
+  const pick = (r: (typeof candidates)[number]) => ({
+    usdcIn: usdcText(r.size),
+    buyOn: r.buyOn,
+    sellOn: r.sellOn,
+    netPnlUsdc: usdcText(r.net),
+    netBps: ratioBps(r.net, r.size),
+  });
+  const bestSize = candidates.reduce<(typeof candidates)[number] | undefined>(
+    (top, r) => (!top || r.net > top.net || (r.net === top.net && r.size < top.size) ? r : top),
+    undefined,
+  );
+  const breakEven =
+    bestSize && bestSize.net >= 0n
+      ? candidates
+          .filter((r) => r.buyOn === bestSize.buyOn && r.net >= 0n)
+          .reduce((low, r) => (r.size < low.size ? r : low))
+      : undefined;
+
+  const ageSeconds = Number(header.timestamp - updatedAt);
   if (ageSeconds > settings.feedMaxAgeSeconds) {
     warnings.push(
       `the ETH/USD feed is stale: its answer is ${ageSeconds} s old at this block (more than ${settings.feedMaxAgeSeconds} s); gasUsd uses it anyway`,
@@ -402,10 +735,12 @@ export async function takeSnapshot(
   return {
     chainId: Number(chainId),
     blockNumber: Number(blockNumber),
-    blockHash: block.hash as Hex,
-    blockTimestamp: isoSeconds(block.timestamp),
+    blockHash,
+    blockTimestamp: isoSeconds(header.timestamp),
+    blockAgeSeconds,
+    execution: input.execution,
     pair: { usdc, weth },
-    amountUsdc: formatUnitsExact(usdcIn, USDC_DECIMALS),
+    amountUsdc: usdcText(usdcIn),
     ethUsd: {
       price: formatUnitsExact(answer, feedDecimals),
       source: `Chainlink ETH / USD ${addresses.chainlinkEthUsd}`,
@@ -426,6 +761,11 @@ export async function takeSnapshot(
       netPnlUsdc: best.netPnlUsdc,
       netBps: best.netBps,
       profitable: best.net > 0n,
+    },
+    sizes: {
+      ladder,
+      best: bestSize ? pick(bestSize) : null,
+      breakEven: breakEven ? pick(breakEven) : null,
     },
     warnings,
   };

@@ -26,7 +26,17 @@ export interface Quote {
   amountOut: bigint;
   /** The quoter's own gas figure for the swap, when it gives one. */
   gasEstimate?: bigint;
+  /**
+   * The quote is for less than the whole input: QuoterV2 (sqrtPriceLimitX96 0 means "no limit", which
+   * it turns into the extreme price MIN_SQRT_RATIO + 1 or MAX_SQRT_RATIO − 1) ran out of liquidity,
+   * stopped at that price and returned what it filled.
+   */
+  partial: boolean;
 }
+
+/** Uniswap V3's TickMath bounds (v3-core TickMath.sol): QuoterV2's price limit when the caller gives none. */
+export const MIN_SQRT_RATIO = 4295128739n;
+export const MAX_SQRT_RATIO = 1461446703485210103287273052203988822378723970342n;
 
 /** How a venue is read: the same interface on Base mainnet and on the local chain. */
 export interface Venue {
@@ -41,6 +51,16 @@ export interface Venue {
   /** The pool's spot state: token1 per token0 in atomic units, before fees. */
   spotCall(pool: Address): Call;
   decodeSpot(data: Hex): Ratio;
+  /** The pool's liquidity where a swap would start (concentrated liquidity) or its reserves. */
+  liquidityCall(pool: Address): Call;
+  /** No liquidity to swap against: nothing at the current price, or an empty reserve. */
+  decodeEmpty(data: Hex): boolean;
+  /**
+   * The exact-output quote that gives the input a partial fill consumed (concentrated liquidity
+   * quoters have one; Aerodrome's x·y = k pool never fills partially).
+   */
+  quoteExactOutput?(tokenIn: Address, tokenOut: Address, amountOut: bigint): Call;
+  decodeExactOutput?(data: Hex): bigint;
   /** Calldata of the swap a trader would send (for the L1 data fee, which depends on its size). */
   swapCalldata(tokenIn: Address, tokenOut: Address, amountIn: bigint): Hex;
   /** Where that swap goes. */
@@ -54,6 +74,8 @@ const UNISWAP_V3_ABI = parseAbi([
   "function getPool(address tokenA, address tokenB, uint24 fee) view returns (address)",
   "function quoteExactInputSingle((address tokenIn, address tokenOut, uint256 amountIn, uint24 fee, uint160 sqrtPriceLimitX96) params) returns (uint256 amountOut, uint160 sqrtPriceX96After, uint32 initializedTicksCrossed, uint256 gasEstimate)",
   "function fee() view returns (uint24)",
+  "function liquidity() view returns (uint128)",
+  "function quoteExactOutputSingle((address tokenIn, address tokenOut, uint256 amount, uint24 fee, uint160 sqrtPriceLimitX96) params) returns (uint256 amountIn, uint160 sqrtPriceX96After, uint32 initializedTicksCrossed, uint256 gasEstimate)",
   // SwapRouter02 on Base
   "function exactInputSingle((address tokenIn, address tokenOut, uint24 fee, address recipient, uint256 amountIn, uint256 amountOutMinimum, uint160 sqrtPriceLimitX96) params) payable returns (uint256 amountOut)",
 ]);
@@ -61,6 +83,7 @@ const SLIPSTREAM_ABI = parseAbi([
   "function getPool(address tokenA, address tokenB, int24 tickSpacing) view returns (address)",
   "function quoteExactInputSingle((address tokenIn, address tokenOut, uint256 amountIn, int24 tickSpacing, uint160 sqrtPriceLimitX96) params) returns (uint256 amountOut, uint160 sqrtPriceX96After, uint32 initializedTicksCrossed, uint256 gasEstimate)",
   "function fee() view returns (uint24)",
+  "function quoteExactOutputSingle((address tokenIn, address tokenOut, uint256 amount, int24 tickSpacing, uint160 sqrtPriceLimitX96) params) returns (uint256 amountIn, uint160 sqrtPriceX96After, uint32 initializedTicksCrossed, uint256 gasEstimate)",
   // Slipstream's SwapRouter
   "function exactInputSingle((address tokenIn, address tokenOut, int24 tickSpacing, address recipient, uint256 deadline, uint256 amountIn, uint256 amountOutMinimum, uint160 sqrtPriceLimitX96) params) payable returns (uint256 amountOut)",
 ]);
@@ -107,13 +130,26 @@ function concentratedLiquidity(
         { tokenIn, tokenOut, amountIn, [keyField]: key, sqrtPriceLimitX96: 0n },
       ]),
     decodeQuote(data) {
-      const [amountOut, , , gasEstimate] = decodeFunctionResult({
+      const [amountOut, sqrtPriceX96After, , gasEstimate] = decodeFunctionResult({
         abi: UNISWAP_V3_ABI,
         functionName: "quoteExactInputSingle",
         data,
       });
-      return { amountOut, gasEstimate };
+      const partial = sqrtPriceX96After === MIN_SQRT_RATIO + 1n || sqrtPriceX96After === MAX_SQRT_RATIO - 1n;
+      return { amountOut, gasEstimate, partial };
     },
+    quoteExactOutput: (tokenIn, tokenOut, amount) =>
+      encode(quoter, "quoteExactOutputSingle", [
+        { tokenIn, tokenOut, amount, [keyField]: key, sqrtPriceLimitX96: 0n },
+      ]),
+    decodeExactOutput: (data) =>
+      decodeFunctionResult({ abi: UNISWAP_V3_ABI, functionName: "quoteExactOutputSingle", data })[0],
+    liquidityCall: (pool) => ({
+      target: pool,
+      callData: encodeFunctionData({ abi: UNISWAP_V3_ABI, functionName: "liquidity" }),
+    }),
+    decodeEmpty: (data) =>
+      decodeFunctionResult({ abi: UNISWAP_V3_ABI, functionName: "liquidity", data }) === 0n,
     feeCall: (pool) => encode(pool, "fee", []),
     decodeFee: (data) => ({
       numerator: BigInt(decodeFunctionResult({ abi: UNISWAP_V3_ABI, functionName: "fee", data })),
@@ -178,7 +214,19 @@ function aerodromeVolatile(addresses: ChainAddresses): Venue {
     }),
     decodeQuote(data) {
       const amounts = decodeFunctionResult({ abi: AERODROME_ABI, functionName: "getAmountsOut", data });
-      return { amountOut: amounts[amounts.length - 1] ?? 0n };
+      return { amountOut: amounts[amounts.length - 1] ?? 0n, partial: false };
+    },
+    liquidityCall: (pool) => ({
+      target: pool,
+      callData: encodeFunctionData({ abi: AERODROME_ABI, functionName: "getReserves" }),
+    }),
+    decodeEmpty(data) {
+      const [reserve0, reserve1] = decodeFunctionResult({
+        abi: AERODROME_ABI,
+        functionName: "getReserves",
+        data,
+      });
+      return reserve0 === 0n || reserve1 === 0n;
     },
     feeCall: (pool) => ({
       target: factory,
