@@ -328,6 +328,16 @@ export class PaymentGate {
         `the payment does not match this route's terms (exact scheme, ${network}, asset ${asset}, amount ${amount}, payTo ${payTo})`,
       );
     }
+    // A payment names the resource it was signed for (x402 v2 echoes the 402's `resource`): it pays for
+    // that route only, not for another one that happens to cost the same.
+    const named = payload.resource?.url;
+    if (named !== undefined && routeOf(named) !== routeOf(terms.paymentRequired.resource.url)) {
+      throw this.rejected(
+        call,
+        "resource_mismatch",
+        `the payment was signed for ${routeOf(named) ?? "another resource"}, not ${call.operation.path}; sign a payment for this route`,
+      );
+    }
     const parsed = Eip3009Payload.safeParse(payload.payload);
     if (!parsed.success) {
       const where = parsed.error.issues[0]?.path.join(".") || "payload";
@@ -838,6 +848,16 @@ export class PaymentGate {
       );
     });
     return this.initialized;
+  }
+}
+
+/** The path a resource URL names (the base URL may differ between a proxy's name and the instance's). */
+function routeOf(url: unknown): string | undefined {
+  if (typeof url !== "string") return undefined;
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return url.slice(0, 200);
   }
 }
 
