@@ -28,19 +28,25 @@ describe("humanoid-fmea-query on the local chain", () => {
     );
     expect(response.status).toBe(200);
     const body = await response.json();
+    expect(body.catalogueVersion).toBe("2.0.0");
     expect(body.count).toBe(2);
     expect(body.items[0]).toMatchObject({
       id: "HFM-SAF-02",
       subsystem: "safety-control",
-      severity: 9,
+      severity: 10,
+      priorityRule: "utility402-strict-1",
       actionPriority: "H",
-      hazard: { type: "mechanical" },
+      actionPriorityAiagVda2019: "H",
+      hazard: { type: "mechanical", harm: "robot-falls-onto-person" },
     });
+    expect(body.items[0].safetyFunctions).toContainEqual(
+      expect.objectContaining({ id: "SF-ESTOP", stopCategory: 1, requiredPL: "d" }),
+    );
     expect(body.items[0].score).toBeGreaterThan(body.items[1].score);
     expect(body.items[0].references).toContainEqual(
       expect.objectContaining({ standard: "IEC 60204-1:2016" }),
     );
-    expect(body.total).toBeGreaterThan(2);
+    expect(body.total).toBeGreaterThanOrEqual(2);
     const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
     expect(sum(body.facets.subsystem)).toBe(body.total);
     expect(sum(body.facets.actionPriority)).toBe(body.total);
@@ -57,6 +63,7 @@ describe("humanoid-fmea-query on the local chain", () => {
     for (const [body, pointer, listed] of [
       [{ subsystem: "legs" }, "/subsystem", "balance-locomotion"],
       [{ standard: "ISO 9999" }, "/standard", "ISO 13849-1:2023"],
+      [{ standard: "ISO 13855:2010" }, "/standard", "ISO 13855:2024"],
     ] as const) {
       for (const response of [await payer.fetch(url(), jsonPost(body)), await fetch(url(), jsonPost(body))]) {
         expect(response.status).toBe(400);

@@ -43,15 +43,14 @@ describe("our action-priority rule", () => {
     expect(actionPriority({ severity: 5, occurrence: 1, detection: 7 })).toBe("L");
   });
 
-  it("agrees with every worked example in docs/humanoid-fmea.md", () => {
+  it("agrees with every worked example in docs/humanoid-fmea.md, both columns", () => {
     const doc = fs.readFileSync(new URL("../../../docs/humanoid-fmea.md", import.meta.url), "utf8");
-    const examples = [...doc.matchAll(/^\| (\d+) \| (\d+) \| (\d+) \| ([HML]) \|/gm)];
+    const examples = [...doc.matchAll(/^\| (\d+) \| (\d+) \| (\d+) \| ([HML]) \| ([HML]) \|/gm)];
     expect(examples.length).toBeGreaterThanOrEqual(12);
-    for (const [, s, o, d, ap] of examples) {
-      expect(
-        actionPriority({ severity: Number(s), occurrence: Number(o), detection: Number(d) }),
-        `${s}/${o}/${d}`,
-      ).toBe(ap);
+    for (const [, s, o, d, ours, aiag] of examples) {
+      const ratings = { severity: Number(s), occurrence: Number(o), detection: Number(d) };
+      expect(actionPriority(ratings), `${s}/${o}/${d}`).toBe(ours);
+      expect(aiagVdaActionPriority(ratings), `${s}/${o}/${d} AIAG-VDA`).toBe(aiag);
     }
     expect(new Set(examples.map((m) => m[4]))).toEqual(new Set(["H", "M", "L"]));
   });

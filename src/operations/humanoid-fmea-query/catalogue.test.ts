@@ -1,14 +1,15 @@
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
-import { actionPriority } from "./action-priority.ts";
+import { actionPriority, aiagVdaActionPriority } from "./action-priority.ts";
 import {
   CATALOGUE_URL,
   type CatalogueFile,
   CatalogueFileSchema,
-  FAILURES_PER_SUBSYSTEM,
   HAZARD_TYPES,
   loadCatalogue,
+  MIN_PER_SUBSYSTEM,
   parseCatalogue,
+  RISK_GRAPH,
   SUBSYSTEMS,
 } from "./catalogue.ts";
 import { tokenize } from "./search.ts";
@@ -32,14 +33,47 @@ function strings(value: unknown, path = ""): [string, string][] {
 }
 
 describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
-  it("holds 96 entries with 96 distinct ids, 8 per subsystem, numbered 01–08 in catalogue order", () => {
+  it("holds 96 entries (the spec's count) with distinct ids in catalogue order, at least 6 per subsystem", () => {
+    expect(catalogue.version).toBe("2.0.0");
     expect(entries).toHaveLength(96);
     expect(new Set(entries.map((e) => e.id)).size).toBe(96);
-    const expectedIds = SUBSYSTEMS.flatMap((s) =>
-      Array.from({ length: FAILURES_PER_SUBSYSTEM }, (_, i) => `HFM-${s.code}-0${i + 1}`),
-    );
-    expect(entries.map((e) => e.id)).toEqual(expectedIds);
-    for (const s of SUBSYSTEMS) expect(entries.filter((e) => e.subsystem === s.id)).toHaveLength(8);
+    const order = (id: string) => {
+      const [, code, n] = id.split("-");
+      return SUBSYSTEMS.findIndex((s) => s.code === code) * 100 + Number(n);
+    };
+    const ids = entries.map((e) => e.id);
+    expect([...ids].sort((a, b) => order(a) - order(b))).toEqual(ids);
+    for (const s of SUBSYSTEMS) {
+      const own = entries.filter((e) => e.subsystem === s.id);
+      expect(own.length, s.id).toBeGreaterThanOrEqual(MIN_PER_SUBSYSTEM);
+      for (const e of own) expect(e.id).toMatch(new RegExp(`^HFM-${s.code}-(0[1-9]|1[0-2])$`));
+    }
+  });
+
+  it("merges the overlapping pairs and retires their ids into the entry that holds them", () => {
+    expect(catalogue.retired.map((r) => [r.id, r.mergedInto])).toEqual([
+      ["HFM-PER-08", "HFM-PER-01"],
+      ["HFM-COM-04", "HFM-SW-05"],
+      ["HFM-SW-03", "HFM-NAV-01"],
+      ["HFM-PWR-06", "HFM-PWR-01"],
+      ["HFM-STR-07", "HFM-BAL-03"],
+      ["HFM-STR-05", "HFM-MAN-06"],
+    ]);
+    for (const { id, mergedInto } of catalogue.retired) {
+      expect(entries.some((e) => e.id === id)).toBe(false);
+      expect(entries.find((e) => e.id === mergedInto)?.supersedes).toContain(id);
+    }
+  });
+
+  it("covers the humanoid modes catalogue 1.0 lacked", () => {
+    const find = (pattern: RegExp) => entries.filter((e) => pattern.test(e.failureMode)).map((e) => e.id);
+    expect(find(/self-collision/i)).toEqual(["HFM-MAN-09"]);
+    expect(find(/singularity/i)).toEqual(["HFM-ACT-09"]);
+    expect(find(/joint-limit overtravel/i)).toEqual(["HFM-ACT-09"]);
+    expect(find(/foot force\/torque|contact detection/i)).toEqual(["HFM-PER-09"]);
+    expect(find(/whole-body controller infeasible/i)).toEqual(["HFM-BAL-09"]);
+    expect(find(/gantry or hoist/i)).toEqual(["HFM-STR-09"]);
+    expect(find(/tactile skin/i)).toEqual(["HFM-PER-10"]);
   });
 
   it("has every field present and non-empty, ratings 1–10 and an ISO 12100 hazard type", () => {
@@ -74,12 +108,44 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
     }
   });
 
-  it("stores the action priority our rule computes from S, O and D, uses all three levels, as the docs say", () => {
-    for (const entry of entries) expect(entry.actionPriority, entry.id).toBe(actionPriority(entry));
-    const count = (ap: string) => entries.filter((e) => e.actionPriority === ap).length;
-    expect([count("H"), count("M"), count("L")].every((n) => n > 0)).toBe(true);
+  it("stores both priorities, initial and residual: our rule (utility402-strict-1) and the AIAG-VDA 2019 table, with the counts the docs give", () => {
+    for (const entry of entries) {
+      for (const ratings of [entry, entry.initial]) {
+        expect(ratings.actionPriority, entry.id).toBe(actionPriority(ratings));
+        expect(ratings.actionPriorityAiagVda2019, entry.id).toBe(aiagVdaActionPriority(ratings));
+      }
+      expect(entry.initial.severity).toBe(entry.severity);
+      expect(entry.initial.occurrence).toBeGreaterThanOrEqual(entry.occurrence);
+      expect(entry.initial.detection).toBe(10);
+    }
+    const count = (key: "actionPriority" | "actionPriorityAiagVda2019", ap: string) =>
+      entries.filter((e) => e[key] === ap).length;
+    expect(["H", "M", "L"].every((ap) => count("actionPriority", ap) > 0)).toBe(true);
     const doc = fs.readFileSync(new URL("../../../docs/humanoid-fmea.md", import.meta.url), "utf8");
-    expect(doc).toContain(`has ${count("H")} H, ${count("M")} M and ${count("L")} L entries`);
+    const line = (key: "actionPriority" | "actionPriorityAiagVda2019") =>
+      `${count(key, "H")} H, ${count(key, "M")} M and ${count(key, "L")} L`;
+    expect(doc).toContain(`utility402-strict-1 gives ${line("actionPriority")}`);
+    expect(doc).toContain(`the AIAG-VDA 2019 table gives ${line("actionPriorityAiagVda2019")}`);
+  });
+
+  it("lists further actions for every entry still H (either scheme) with its controls", () => {
+    const stillHigh = entries.filter((e) => e.actionPriority === "H" || e.actionPriorityAiagVda2019 === "H");
+    expect(stillHigh.length).toBeGreaterThan(0);
+    for (const e of stillHigh) expect(e.furtherActions?.length, e.id).toBeGreaterThan(0);
+  });
+
+  it("one harm, one severity: every entry's severity is its harm's, whatever the cause or warning", () => {
+    // The robot falling onto a person, however caused, is one harm with one severity.
+    const fallOntoPerson = entries.filter((e) =>
+      /(falls?|falling|tips?|drops?) (from standing height |from height |from a gantry or hoist )?onto (a |the )?(nearby |worker|bystander|person|people)|fall of (a|the) (65 kg )?(balancing )?robot|falling robot/i.test(
+        `${e.hazard.description} ${e.effects.join(" ")}`,
+      ),
+    );
+    expect(fallOntoPerson.length).toBeGreaterThanOrEqual(8);
+    expect(new Set(fallOntoPerson.map((e) => e.severity))).toEqual(new Set([10]));
+    expect(new Set(fallOntoPerson.map((e) => e.hazard.harm))).toEqual(new Set(["robot-falls-onto-person"]));
+    const harms = new Map(catalogue.harms.map((h) => [h.id, h.severity]));
+    for (const e of entries) expect(e.severity, e.id).toBe(harms.get(e.hazard.harm));
   });
 
   it("has distinct entries: no repeated text and no near-duplicate failure descriptions", () => {
@@ -125,6 +191,26 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
     }
   });
 
+  it("cites current editions and labels the rest: IEC TS 62998-1:2019, ISO 13855:2024, ISO/TS 15066 incorporated in ISO 10218-2:2025, ISO 13482 an analogy", () => {
+    const cited = entries.flatMap((e) => e.references.map((r) => ({ ...r, id: e.id })));
+    expect(cited.filter((r) => /62998/.test(r.standard)).map((r) => r.standard)).toEqual(
+      expect.arrayContaining(["IEC TS 62998-1:2019"]),
+    );
+    for (const r of cited) {
+      if (/62998/.test(r.standard)) expect(r.standard).toBe("IEC TS 62998-1:2019");
+      if (/13855/.test(r.standard)) expect(r.standard).toBe("ISO 13855:2024");
+      if (/13482/.test(r.standard)) expect(r.status, r.id).toBe("analogy");
+      if (/15066/.test(r.standard)) {
+        expect(r.status, r.id).toBe("incorporated");
+        const entry = entries.find((e) => e.id === r.id);
+        expect(
+          entry?.references.map((x) => x.standard),
+          r.id,
+        ).toContain("ISO 10218-2:2025");
+      }
+    }
+  });
+
   it("covers the humanoid specifics: stop categories, falls, power loss, backdrivability, battery, contact limits, perception, teleoperation, updates", () => {
     const cites = (standard: string) =>
       entries.filter((e) => e.references.some((r) => r.standard.startsWith(standard)));
@@ -143,6 +229,98 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   });
 });
 
+/** Every string of an entry (its text fields, lists and nested objects). */
+const texts = (entry: object) => strings(entry).map(([, text]) => text);
+
+describe("the catalogue agrees with the standards it cites", () => {
+  const entry = (id: string) => entries.find((e) => e.id === id) as (typeof entries)[number];
+
+  it("never offers stop category 2 for an emergency stop (ISO 13850, IEC 60204-1: category 0 or 1)", () => {
+    for (const e of entries) {
+      for (const text of texts(e)) {
+        if (!/category 2|categor(y|ies) [01] or 2/i.test(text)) continue;
+        expect(text, e.id).toMatch(/protective stop|never category 2|no category 2/i);
+        expect(text, e.id).not.toMatch(/all stops/i);
+      }
+    }
+    for (const id of ["HFM-SAF-02", "HFM-BAL-07"])
+      expect(entry(id).references.map((r) => r.standard)).toContain("ISO 13850:2015");
+    const estops = catalogue.safetyFunctions.filter((sf) => /emergency stop/i.test(sf.name));
+    expect(estops.length).toBeGreaterThanOrEqual(2);
+    for (const sf of estops) expect([0, 1]).toContain(sf.stopCategory);
+  });
+
+  it("holds long-contact surfaces to 43 °C, 48 °C only for contact limited to 10 min (ISO 13732-1)", () => {
+    const criterion = entry("HFM-ACT-07").verificationTest.acceptanceCriteria;
+    expect(criterion).toMatch(/hand-guide or lean on ≤ 43 °C/);
+    expect(criterion).toMatch(/≤ 48 °C only where contact is limited to 10 min/);
+    expect(criterion).not.toMatch(/even with long contact/);
+  });
+
+  it("accepts no strike of a falling robot beyond the body-region value, and no head contact", () => {
+    const criterion = entry("HFM-STR-01").verificationTest.acceptanceCriteria;
+    expect(criterion).not.toMatch(/150 J|5 kN|3 of 30/);
+    expect(criterion).toMatch(/30 of 30 falls the mannequin is not struck/);
+    expect(criterion).toMatch(/transient value of the body region hit/);
+    expect(criterion).toMatch(/0 of 30 falls touch the head/);
+  });
+
+  it("derives the shared-aisle speed from its own energy method (65 kg robot, chest values)", () => {
+    // v = F / √(μ k), μ = (1/m_chest + 1/m_robot)⁻¹, transient chest force 280 N, k = 25 N/mm.
+    const mu = 1 / (1 / 40 + 1 / 65);
+    const vMax = 280 / Math.sqrt(mu * 25_000);
+    expect(vMax).toBeCloseTo(0.356, 3);
+    expect(0.5 * 40 * 0 + (280 * 280) / (2 * 25_000)).toBeCloseTo(1.568, 3); // energy ≈ 1.6 J
+    const criterion = entry("HFM-HRI-01").verificationTest.acceptanceCriteria;
+    const declared = Number(/shared-aisle speed of ([\d.]+) m\/s/.exec(criterion)?.[1]);
+    expect(declared).toBeLessThanOrEqual(vMax);
+    expect(entry("HFM-HRI-01").preventionControls.join(" ")).not.toMatch(/0\.5 m\/s/);
+  });
+
+  it("expects every test piece detected in a protective field (IEC 61496), not 99.9 %", () => {
+    const criterion = entry("HFM-PER-01").verificationTest.acceptanceCriteria;
+    expect(criterion).not.toMatch(/99\.9/);
+    expect(criterion).toMatch(/3,240 of 3,240 trials \(0 missed\)/);
+  });
+
+  it("sets warning signals more than 15 dB(A) above ambient (ISO 7731)", () => {
+    const e = entry("HFM-ENV-01");
+    expect(e.verificationTest.acceptanceCriteria).toMatch(/more than 15 dB\(A\) above the measured ambient/);
+    expect(JSON.stringify(e)).not.toMatch(/10 dB above/);
+    expect(e.references.map((r) => r.standard)).toContain("ISO 7731:2003");
+  });
+
+  it("does not call 60 V DC touch-safe where floors are hosed down, and tests the get-up zone it declares", () => {
+    expect(JSON.stringify(entry("HFM-PWR-03"))).not.toMatch(/60 V/);
+    expect(entry("HFM-PWR-03").verificationTest.acceptanceCriteria).toMatch(/dry and wet trials/);
+    const getUp = entry("HFM-STR-06");
+    expect(getUp.preventionControls.join(" ")).toMatch(/2\.0 m get-up zone/);
+    expect(getUp.verificationTest.method).toMatch(/from 0\.3 to 2\.0 m/);
+    expect(getUp.verificationTest.acceptanceCriteria).toMatch(/within 2\.0 m/);
+  });
+
+  it("gives each safety function its stop category and the PL the ISO 13849-1 risk graph requires (or its SIL)", () => {
+    expect(RISK_GRAPH).toEqual({
+      S1F1P1: "a",
+      S1F1P2: "b",
+      S1F2P1: "b",
+      S1F2P2: "c",
+      S2F1P1: "c",
+      S2F1P2: "d",
+      S2F2P1: "d",
+      S2F2P2: "e",
+    });
+    for (const sf of catalogue.safetyFunctions) {
+      const { severity, frequency, avoidance } = sf.riskGraph;
+      expect(sf.requiredPL, sf.id).toBe(RISK_GRAPH[`${severity}${frequency}${avoidance}`]);
+      expect(sf.silEquivalent, sf.id).toBe({ a: null, b: 1, c: 1, d: 2, e: 3 }[sf.requiredPL]);
+    }
+    const used = new Set(entries.flatMap((e) => e.safetyFunctions ?? []));
+    expect(used).toEqual(new Set(catalogue.safetyFunctions.map((sf) => sf.id)));
+    expect(entries.find((e) => e.id === "HFM-BAL-07")?.safetyFunctions).toContain("SF-CONTROLLED-COLLAPSE");
+  });
+});
+
 describe("the catalogue schema refuses a broken file", () => {
   it("accepts the shipped file as is", () => {
     expect(issues(raw)).toEqual([]);
@@ -156,7 +334,22 @@ describe("the catalogue schema refuses a broken file", () => {
 
     const missing = copy();
     missing.entries.splice(10, 1);
-    expect(issues(missing)).toContain("entries: balance-locomotion has 7 failure modes, not 8");
+    expect(issues(missing)).toContain("entries: the catalogue holds 95 failure modes, not 96");
+
+    const severity = copy();
+    (severity.entries[0] as any).severity = 8;
+    expect(issues(severity).join("\n")).toMatch(/entries\/0\/severity: one harm, one severity/);
+
+    const noActions = copy();
+    const high = noActions.entries.findIndex((e) => e.actionPriority === "H");
+    delete (noActions.entries[high] as any).furtherActions;
+    expect(issues(noActions)).toContain(
+      `entries/${high}/furtherActions: a residual H (either scheme) needs further actions`,
+    );
+
+    const estop = copy();
+    (estop.safetyFunctions.find((sf) => sf.id === "SF-ESTOP") as any).stopCategory = 2;
+    expect(issues(estop).join("\n")).toMatch(/stopCategory: an emergency stop is stop category 0 or 1/);
 
     const wrongPriority = copy();
     const first = wrongPriority.entries[0] as any;
@@ -174,11 +367,13 @@ describe("the catalogue schema refuses a broken file", () => {
 
   it("refuses an id that does not belong to its subsystem and an unknown hazard type", () => {
     const file = copy();
-    (file.entries[0] as any).id = "HFM-BAL-09";
+    (file.entries[0] as any).id = "HFM-BAL-13";
     (file.entries[2] as any).hazard.type = "laser";
     (file.entries[4] as any).subsystem = "legs";
     const found = issues(file);
-    expect(found).toContain("entries/0/id: Invalid string: must match pattern /^HFM-[A-Z]{2,3}-0[1-8]$/");
+    expect(found).toContain(
+      "entries/0/id: Invalid string: must match pattern /^HFM-[A-Z]{2,3}-(0[1-9]|1[0-2])$/",
+    );
     expect(found.some((i) => i.startsWith("entries/2/hazard/type:"))).toBe(true);
     expect(found.some((i) => i.startsWith("entries/4/subsystem:"))).toBe(true);
     expect(() => parseCatalogue(file)).toThrow(/data\/humanoid-fmea.json is invalid/);

@@ -12,14 +12,16 @@ export const humanoidFmeaQuery = defineOperation({
   kind: "sync",
   summary: "Query 96 humanoid-robot failure modes",
   description:
-    "Ranked full-text search (BM25) and filters (subsystem, ISO 12100 hazard type, minimum severity, " +
-    "action priority, cited standard, ids) over our catalogue of 96 humanoid-robot failure modes: 12 " +
-    "subsystems × 8, each with function, effects, hazard, severity/occurrence/detection, an action " +
-    "priority from our documented rule, causes, prevention and detection controls, a verification test " +
-    "with a measurable acceptance criterion, and standards cited by number and topic. Answers " +
-    "`{ count, total, items, facets }`. Unknown subsystems, hazard types, standards and ids are 400s " +
-    "listing the valid values, never charged. A starting catalogue for a competent person to tailor, " +
-    "not a certified risk assessment.",
+    "Ranked full-text search (BM25, with engineers' synonyms such as e-stop = emergency stop) and filters " +
+    "(subsystem, ISO 12100 hazard type, minimum severity, action priority, cited standard, ids) over our " +
+    "catalogue of 96 humanoid-robot failure modes in 12 subsystems: each with function, effects, hazard and " +
+    "the harm that fixes its severity, initial and residual severity/occurrence/detection, two action " +
+    "priorities (our own rule utility402-strict-1 and the AIAG-VDA 2019 table), causes, prevention and " +
+    "detection controls, further actions where the residual priority is H, the safety functions it relies " +
+    "on with stop category and required PL/SIL, a verification test with a measurable acceptance criterion, " +
+    "and standards cited by number, edition and topic. Answers `{ catalogueVersion, count, total, items, " +
+    "facets }`. Unknown subsystems, hazard types, standards and ids are 400s listing the valid values, never " +
+    "charged. A starting catalogue for a competent person to tailor, not a certified risk assessment.",
   tags: ["engineering"],
   inputFrom: "body",
   input: HumanoidFmeaQueryRequest,

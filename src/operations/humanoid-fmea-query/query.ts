@@ -1,9 +1,10 @@
-import { ACTION_PRIORITIES, type ActionPriority } from "./action-priority.ts";
+import { ACTION_PRIORITIES, type ActionPriority, PRIORITY_RULE } from "./action-priority.ts";
 import {
   type CatalogueFile,
   type FmeaEntry,
   type HazardType,
   loadCatalogue,
+  type SafetyFunction,
   SUBSYSTEMS,
   type SubsystemId,
 } from "./catalogue.ts";
@@ -21,9 +22,15 @@ export interface FmeaQuery {
   offset: number;
 }
 
-export type FmeaItem = FmeaEntry & { rpn: number; score?: number };
+export type FmeaItem = Omit<FmeaEntry, "safetyFunctions"> & {
+  rpn: number;
+  score?: number;
+  priorityRule: typeof PRIORITY_RULE;
+  safetyFunctions?: SafetyFunction[];
+};
 
 export interface FmeaQueryResult {
+  catalogueVersion: string;
   count: number;
   total: number;
   items: FmeaItem[];
@@ -34,7 +41,7 @@ export interface FmeaQueryResult {
  * Field weights for ranking: what the failure is and what it endangers count most; the long lists
  * of controls and tests count once. Every field of an entry is searchable.
  */
-function searchableFields(entry: FmeaEntry): WeightedField[] {
+function searchableFields(entry: FmeaEntry, functions: ReadonlyMap<string, SafetyFunction>): WeightedField[] {
   const subsystem = SUBSYSTEMS.find((s) => s.id === entry.subsystem);
   return [
     { text: entry.id, weight: 3 },
@@ -48,29 +55,53 @@ function searchableFields(entry: FmeaEntry): WeightedField[] {
     { text: entry.detectionControls.join(" "), weight: 1 },
     { text: `${entry.verificationTest.method} ${entry.verificationTest.acceptanceCriteria}`, weight: 1 },
     { text: entry.references.map((r) => `${r.standard} ${r.topic} ${r.status ?? ""}`).join(" "), weight: 1 },
+    { text: (entry.furtherActions ?? []).join(" "), weight: 1 },
+    {
+      text: (entry.safetyFunctions ?? []).map((id) => `${id} ${functions.get(id)?.name ?? ""}`).join(" "),
+      weight: 1,
+    },
+    { text: `${entry.hazard.harm} ${(entry.supersedes ?? []).join(" ")}`, weight: 1 },
   ];
 }
 
-/** Upper case, single spaces: "iso/ts  15066" and "ISO/TS 15066" are the same query. */
-const normalizeStandard = (text: string) => text.trim().replace(/\s+/g, " ").toUpperCase();
+/**
+ * Upper case, single spaces, and the document type written one way: "iso/ts  15066", "ISO TS 15066"
+ * and "ISO/TS 15066" are the same query, as are "IEC TS 62998-1" and "IEC/TS 62998-1".
+ */
+const normalizeStandard = (text: string) =>
+  text
+    .trim()
+    .replace(/\s+/g, " ")
+    .toUpperCase()
+    .replace(/^(ISO\/IEC|ISO|IEC)[ /](TS|TR|PAS) /, "$1 $2 ");
+
+/** A designation and, when it has a document type (TS, TR, PAS), the same without it. */
+const variants = (designation: string) => {
+  const d = normalizeStandard(designation);
+  const bare = d.replace(/^(ISO\/IEC|ISO|IEC) (TS|TR|PAS) /, "$1 ");
+  return bare === d ? [d] : [d, bare];
+};
 
 /**
- * A standard query matches a cited designation when it names it whole or a leading part of it that
- * ends at a part or year boundary: "ISO 13849" matches ISO 13849-1:2023 and ISO 13849-2:2012,
- * "13849-1" and "TS 15066" match too, "ISO 1384" and "2023" do not.
+ * A standard query matches a cited designation when it names it whole (document type and year
+ * included) or a leading part of it that ends at a part or year boundary: "ISO 13849" matches
+ * ISO 13849-1:2023 and ISO 13849-2:2012, "13849-1", "TS 15066", "ISO/TS 15066:2016" and
+ * "IEC TS 62998-1:2019" match too, "ISO 1384" and "2023" do not, and neither does a year the
+ * catalogue does not cite ("ISO 13855:2010").
  */
 export function standardMatches(query: string, designation: string): boolean {
   const q = normalizeStandard(query);
-  const d = normalizeStandard(designation);
   if (!/\d/.test(q)) return false;
-  for (let at = d.indexOf(q); at >= 0; at = d.indexOf(q, at + 1)) {
-    const before = at === 0 ? "" : d[at - 1];
-    const after = d[at + q.length] ?? "";
-    if (
-      (before === "" || before === " " || before === "/") &&
-      (after === "" || after === "-" || after === ":")
-    ) {
-      return true;
+  for (const d of variants(designation)) {
+    for (let at = d.indexOf(q); at >= 0; at = d.indexOf(q, at + 1)) {
+      const before = at === 0 ? "" : d[at - 1];
+      const after = d[at + q.length] ?? "";
+      if (
+        (before === "" || before === " " || before === "/") &&
+        (after === "" || after === "-" || after === ":")
+      ) {
+        return true;
+      }
     }
   }
   return false;
@@ -82,14 +113,21 @@ export class FmeaCatalogue {
   /** Every standard designation the catalogue cites, sorted. */
   readonly standards: readonly string[];
   readonly ids: ReadonlySet<string>;
+  /** Ids retired by merges, each to the entry that now holds it. */
+  readonly retired: ReadonlyMap<string, string>;
+  readonly safetyFunctions: ReadonlyMap<string, SafetyFunction>;
+  readonly file: CatalogueFile;
   readonly #index: Bm25Index<FmeaEntry>;
 
   constructor(file: CatalogueFile) {
+    this.file = file;
     this.entries = file.entries;
     this.version = file.version;
+    this.retired = new Map(file.retired.map((r) => [r.id, r.mergedInto]));
+    this.safetyFunctions = new Map(file.safetyFunctions.map((sf) => [sf.id, sf]));
     this.standards = [...new Set(file.entries.flatMap((e) => e.references.map((r) => r.standard)))].sort();
     this.ids = new Set(file.entries.map((e) => e.id));
-    this.#index = new Bm25Index(file.entries, searchableFields);
+    this.#index = new Bm25Index(file.entries, (entry) => searchableFields(entry, this.safetyFunctions));
   }
 
   /** Whether any cited standard matches the query (an unknown standard is a 400, not an empty answer). */
@@ -98,7 +136,7 @@ export class FmeaCatalogue {
   }
 
   query(query: FmeaQuery): FmeaQueryResult {
-    const wanted = query.ids ? new Set(query.ids) : undefined;
+    const wanted = query.ids ? new Set(query.ids.map((id) => this.retired.get(id) ?? id)) : undefined;
     const include = (entry: FmeaEntry) =>
       (query.subsystem === undefined || entry.subsystem === query.subsystem) &&
       (query.hazardType === undefined || entry.hazard.type === query.hazardType) &&
@@ -122,12 +160,20 @@ export class FmeaCatalogue {
       facets.actionPriority[doc.actionPriority] = (facets.actionPriority[doc.actionPriority] ?? 0) + 1;
     }
 
-    const items = matches.slice(query.offset, query.offset + query.limit).map(({ doc, score }) => ({
-      ...doc,
-      rpn: doc.severity * doc.occurrence * doc.detection,
-      ...(score === undefined ? {} : { score }),
-    }));
-    return { count: items.length, total: matches.length, items, facets };
+    const items = matches.slice(query.offset, query.offset + query.limit).map(({ doc, score }) => {
+      const { safetyFunctions, ...entry } = doc;
+      const item: FmeaItem = {
+        ...entry,
+        priorityRule: PRIORITY_RULE,
+        rpn: doc.severity * doc.occurrence * doc.detection,
+        ...(score === undefined ? {} : { score }),
+      };
+      if (safetyFunctions) {
+        item.safetyFunctions = safetyFunctions.map((id) => this.safetyFunctions.get(id) as SafetyFunction);
+      }
+      return item;
+    });
+    return { catalogueVersion: this.version, count: items.length, total: matches.length, items, facets };
   }
 }
 

@@ -31,6 +31,7 @@ describe("request validation", () => {
     expect(error?.message).toContain('no cited standard matches "ISO 9999"');
     for (const standard of CATALOGUE.standards) expect(error?.message).toContain(standard);
     expect(errors({ standard: "ISO 13849-1:2015" })[0]?.pointer).toBe("/standard");
+    expect(errors({ standard: "ISO 13855:2010" })[0]?.pointer).toBe("/standard");
     expect(errors({ standard: "ISO" })[0]?.pointer).toBe("/standard");
   });
 
@@ -38,8 +39,8 @@ describe("request validation", () => {
     const [hazard] = errors({ hazardType: "laser" });
     expect(hazard?.pointer).toBe("/hazardType");
     for (const type of HAZARD_TYPES) expect(hazard?.message).toContain(type);
-    expect(errors({ ids: ["HFM-ACT-01", "HFM-ACT-09", "HFM-NAV-08", "nope"] })).toEqual([
-      { pointer: "/ids/1", message: expect.stringContaining('unknown id "HFM-ACT-09"') },
+    expect(errors({ ids: ["HFM-ACT-01", "HFM-ACT-13", "HFM-NAV-08", "nope"] })).toEqual([
+      { pointer: "/ids/1", message: expect.stringContaining('unknown id "HFM-ACT-13"') },
       { pointer: "/ids/3", message: expect.stringContaining('unknown id "nope"') },
     ]);
   });
@@ -83,6 +84,7 @@ describe("the operation", () => {
   it("documents a real answer as its example", () => {
     const output = humanoidFmeaQuery.example.output as { items: { id: string }[] };
     expect(output.items.map((i) => i.id)).toEqual(["HFM-BAL-07"]);
+    expect(output).toMatchObject({ catalogueVersion: "2.0.0" });
     expect(HumanoidFmeaQueryResponse.safeParse(output).success).toBe(true);
   });
 });

@@ -1,6 +1,12 @@
 import { z } from "zod";
-import { ACTION_PRIORITIES } from "./action-priority.ts";
-import { FmeaEntryFields, HAZARD_TYPES, SUBSYSTEM_IDS, SUBSYSTEMS } from "./catalogue.ts";
+import { ACTION_PRIORITIES, PRIORITY_RULE } from "./action-priority.ts";
+import {
+  FmeaEntryFields,
+  HAZARD_TYPES,
+  SafetyFunctionSchema,
+  SUBSYSTEM_IDS,
+  SUBSYSTEMS,
+} from "./catalogue.ts";
 import { CATALOGUE } from "./query.ts";
 import { tokenize } from "./search.ts";
 
@@ -40,8 +46,10 @@ const Standard = z
   })
   .meta({
     description:
-      "A standard number, whole or a leading part ending at a part or year boundary: `ISO 13849` matches " +
-      "ISO 13849-1:2023 and ISO 13849-2:2012; `TS 15066` and `10218-2` match too. Case and spacing are ignored.",
+      "A standard number, whole (with its document type and year: `ISO/TS 15066:2016`, `IEC TS 62998-1:2019`, " +
+      "`ISO 13855:2024`) or a leading part ending at a part or year boundary: `ISO 13849` matches " +
+      "ISO 13849-1:2023 and ISO 13849-2:2012; `TS 15066`, `IEC 62998-1` and `10218-2` match too. Case, " +
+      "spacing and `ISO/TS` versus `ISO TS` are ignored; a year the catalogue does not cite is refused.",
   });
 
 const Id = z
@@ -49,12 +57,16 @@ const Id = z
   .min(1)
   .max(32)
   .superRefine((id, ctx) => {
-    if (fits(id, 32) && !CATALOGUE.ids.has(id)) {
+    if (fits(id, 32) && !CATALOGUE.ids.has(id) && !CATALOGUE.retired.has(id)) {
       ctx.addIssue({
         code: "custom",
-        message: `unknown id "${id}"; ids are HFM-<code>-01 to -08 with code one of ${oneOf(SUBSYSTEMS.map((s) => s.code))}`,
+        message: `unknown id "${id}"; ids are HFM-<code>-<nn> with code one of ${oneOf(SUBSYSTEMS.map((s) => s.code))}`,
       });
     }
+  })
+  .meta({
+    description:
+      "An entry id. An id retired by a merge (catalogue 2.0.0) finds the entry it was merged into (its `supersedes`).",
   });
 
 export const HumanoidFmeaQueryRequest = z
@@ -95,6 +107,15 @@ export const HumanoidFmeaQueryRequest = z
 export type HumanoidFmeaQueryInput = z.output<typeof HumanoidFmeaQueryRequest>;
 
 const FmeaItem = FmeaEntryFields.extend({
+  priorityRule: z.literal(PRIORITY_RULE).meta({
+    description:
+      "The name of the rule behind `actionPriority` (our own, stricter than AIAG-VDA in 153 cells, laxer in 16); " +
+      "`actionPriorityAiagVda2019` is the AIAG-VDA 2019 table.",
+  }),
+  safetyFunctions: z.array(SafetyFunctionSchema).min(1).optional().meta({
+    description:
+      "The safety functions this entry relies on, each with its stop category and required PL/SIL.",
+  }),
   rpn: z.int().min(1).max(1000).meta({
     description: "severity × occurrence × detection, for comparison only; actionPriority is the priority.",
   }),
@@ -110,6 +131,10 @@ const counts = (keys: readonly string[]) =>
 
 export const HumanoidFmeaQueryResponse = z
   .strictObject({
+    catalogueVersion: z
+      .string()
+      .regex(/^\d+\.\d+\.\d+$/)
+      .meta({ description: "Version of the catalogue that answered (semantic versioning)." }),
     count: z.int().min(0).meta({ description: "Items in this page." }),
     total: z.int().min(0).meta({ description: "Entries matching every filter and `text`, before paging." }),
     items: z.array(FmeaItem),

@@ -84,6 +84,9 @@ describe("BM25", () => {
         .map((h) => h.doc.id)
         .sort(),
     ).toEqual(["b", "c", "d"]);
+    // With 4 or more terms a document may miss ⌊n/4⌋ of the best match's terms; more terms rank first.
+    // "battery fire cells gear": a has 3 (battery, fire, cells), b has 2 (battery, gear), c and d 1.
+    expect(index.search("battery fire cells gear").map((h) => h.doc.id)).toEqual(["a", "b"]);
   });
 
   it("breaks ties by document order, deterministically", () => {

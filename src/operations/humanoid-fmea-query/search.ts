@@ -157,13 +157,16 @@ export class Bm25Index<T> {
   }
 
   /**
-   * Documents that contain the most of the query's distinct terms: every term when any document
-   * has them all, otherwise the highest number any document reaches (at least one). Best BM25 score
-   * first; scores are rounded to `decimals` before ranking, so documents whose shown scores are
-   * equal keep document order.
+   * Documents that contain the most of the query's distinct terms, best BM25 score first: with n
+   * terms and `best` the most any (included) document contains, a document must contain at least
+   * best − ⌊n/4⌋ of them, so a query of up to 3 terms needs every term when any document has them all,
+   * and a long sentence tolerates a few missing words. More terms rank first, then the score. Scores
+   * are rounded to `decimals` before ranking, so documents whose shown scores are equal keep document
+   * order.
    */
   search(query: string, include: (doc: T) => boolean = () => true, decimals = 3): Ranked<T>[] {
     const scale = 10 ** decimals;
+    const terms = new Set(tokenize(query, "query")).size;
     const hits = this.#rank(query)
       .map(({ score, matched }, index) => ({
         doc: this.#docs[index] as T,
@@ -173,9 +176,10 @@ export class Bm25Index<T> {
       }))
       .filter((hit) => hit.matched > 0 && hit.score > 0 && include(hit.doc));
     const best = Math.max(0, ...hits.map((hit) => hit.matched));
+    const least = Math.max(1, best - Math.floor(terms / 4));
     return hits
-      .filter((hit) => hit.matched === best)
-      .sort((a, b) => b.score - a.score || a.index - b.index)
+      .filter((hit) => hit.matched >= least)
+      .sort((a, b) => b.matched - a.matched || b.score - a.score || a.index - b.index)
       .map(({ doc, score }) => ({ doc, score }));
   }
 }
