@@ -43,7 +43,10 @@ export const chainArbitrageSnapshot = defineOperation({
     "swap's gas (quoter estimate plus a fixed overhead) is priced at the block's base fee plus a priority " +
     "fee, plus Base's L1 data fee (GasPriceOracle), in USD by the Chainlink ETH/USD feed. Amounts are exact " +
     "decimal strings in token units; netPnlUsdc = grossPnlUsdc − gasUsd exactly. Venues: " +
-    `${VENUES.join(", ")}. A missing pool or an unknown block is a 400; an unreachable RPC a 502. Neither is charged.`,
+    `${VENUES.join(", ")}. Also a log-spaced ladder of 8 sizes with the best and break-even sizes, at the same ` +
+    'block; execution "atomic" prices both swaps as one transaction. A missing or empty pool, a size a pool ' +
+    "fills only in part (the largest size is named) or an unknown block is a 400; an unreachable, lagging or " +
+    "wrong-chain RPC, or a quoter failing on a pool with liquidity, a 502. Neither is charged.",
   tags: ["chain"],
   inputFrom: "body",
   bodyOptional: true,
@@ -54,7 +57,10 @@ export const chainArbitrageSnapshot = defineOperation({
   errorResponses: [
     {
       status: 502,
-      description: "The chain RPC is unreachable, timed out or answered an error; nothing is charged.",
+      description:
+        "The chain RPC is unreachable, timed out, answered an error, serves another chain than Base (8453) or " +
+        "lags (its latest block older than ARBITRAGE_BLOCK_MAX_AGE_SECONDS), or a quoter reverted on a pool " +
+        "with liquidity (the reason is in detail); nothing is charged.",
     },
     { status: 503, description: "No chain RPC is configured (RPC_URL); nothing is charged." },
   ],
