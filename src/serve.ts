@@ -23,6 +23,7 @@ import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator.ts";
 import { HeldPaymentSettler } from "./payments/held-payment-settler.ts";
 import { holdsPayment, PaymentGate } from "./payments/paid-call.ts";
+import { journalSettlements } from "./payments/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler-claim.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
 import { Problem } from "./problem.ts";
@@ -90,6 +91,7 @@ export async function startService(
       port: config.localChain.port,
       statePath: config.localChain.statePath,
       log,
+      dataDir: config.dataDir,
     });
     payTo ??= localChain.accounts.payTo.address;
     inProcess = { privateKey: devPrivateKey(0), rpcUrl: localChain.rpcUrl, pollingIntervalMs: 50 };
@@ -113,6 +115,8 @@ export async function startService(
       ...operations.map((operation) => operation.close?.()),
     ]);
   let settlerHold: SettlerHold | undefined;
+  // What the chain lost of the settler's transactions goes to the ledger, a metric and the log.
+  const settlementJournal = journalSettlements(store, log, inProcess);
   try {
     if (payment.mode === "self") {
       const settler = privateKeyToAccount(payment.settlerPrivateKey as `0x${string}`).address;
@@ -173,6 +177,7 @@ export async function startService(
     };
 
     const metrics = new Metrics();
+    settlementJournal.registerMetrics(metrics.registry);
     const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
     const gate = new PaymentGate({
       resourceServer,
@@ -285,6 +290,7 @@ export async function startService(
         await heldPayments?.stop();
         await closeOperations();
         await settlerHold?.release();
+        await settlementJournal.close();
         await localChain?.stop();
         await store.close();
         log.info("stopped");
@@ -298,6 +304,7 @@ export async function startService(
     await heldPayments?.stop();
     await closeOperations();
     await settlerHold?.release();
+    await settlementJournal.close();
     await localChain?.stop();
     await store.close();
     throw error;

@@ -81,8 +81,15 @@ export async function startLocalChain(options: {
   port: number;
   statePath?: string;
   log: Logger;
+  /**
+   * Where the service keeps its data: the chain's pid file goes there, so a start after a crash
+   * (kill -9) finds the chain the dead process left running and replaces it.
+   */
+  dataDir?: string;
 }): Promise<LocalChain> {
   const { port, statePath, log } = options;
+  const pidFile = options.dataDir ? path.join(options.dataDir, LOCAL_CHAIN_PID_FILE) : undefined;
+  if (pidFile) await replaceOrphanedChain(pidFile, port, log);
   const rpcUrl = `http://127.0.0.1:${port}`;
   const args = [
     "--port",
@@ -108,6 +115,12 @@ export async function startLocalChain(options: {
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
   child.once("exit", () => process.off("exit", killOnExit));
+  // A SIGKILLed service runs no exit handler: a watchdog takes the chain down when this process dies.
+  const watchdog = child.pid ? startWatchdog(child.pid, log) : undefined;
+  if (pidFile && child.pid) {
+    fs.mkdirSync(path.dirname(pidFile), { recursive: true });
+    fs.writeFileSync(pidFile, `${JSON.stringify({ pid: child.pid, port, parent: process.pid })}\n`);
+  }
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -115,11 +128,15 @@ export async function startLocalChain(options: {
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
 
   const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-    await exited;
-    clearTimeout(timer);
+    // The watchdog first: once the chain has exited its pid may be reused.
+    watchdog?.stop();
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+    if (pidFile) removePidFile(pidFile, child.pid);
   };
 
   child.on("exit", (code, signal) => {
@@ -133,6 +150,109 @@ export async function startLocalChain(options: {
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/** The local chain's pid file in DATA_DIR: `{ pid, port, parent }` of the anvil this service started. */
+export const LOCAL_CHAIN_PID_FILE = "local-chain.pid";
+
+/** The command line of a running process, or undefined when it is gone or cannot be read. */
+function commandLine(pid: number): string[] | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  } catch {
+    return undefined;
+  }
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/**
+ * Whether `pid` is an anvil started for `port` (its command line says so): the only process a start
+ * ever kills. A pid reused by anything else, or an anvil on another port, is left alone.
+ */
+export function isOurAnvil(pid: number, port: number, read = commandLine): boolean {
+  const argv = read(pid);
+  if (!argv || argv.length === 0) return false;
+  if (path.basename(argv[0] as string) !== "anvil") return false;
+  const at = argv.indexOf("--port");
+  return at >= 0 && argv[at + 1] === String(port);
+}
+
+/**
+ * A start after a crash: the chain the dead service left running (named by the pid file) is
+ * stopped, so this start can run its own. The state file, when one is used, is written by anvil
+ * as it stops (SIGTERM), and the new chain loads it; without one the chain is rebuilt anyway.
+ */
+async function replaceOrphanedChain(pidFile: string, port: number, log: Logger): Promise<void> {
+  let recorded: { pid?: unknown; port?: unknown; parent?: unknown };
+  try {
+    recorded = JSON.parse(fs.readFileSync(pidFile, "utf8"));
+  } catch {
+    return; // no pid file (or an unreadable one): nothing of ours runs
+  }
+  const { pid, parent } = recorded;
+  if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 0) return removePidFile(pidFile);
+  // The service that started it still runs (another instance on the same DATA_DIR): leave it alone;
+  // the port check below then refuses this start with a clear message.
+  if (typeof parent === "number" && parent !== process.pid && isAlive(parent)) return;
+  if (isOurAnvil(pid, port)) {
+    log.warn({ pid, port }, "stopping the local chain a crashed run left behind");
+    process.kill(pid, "SIGTERM");
+    const deadline = Date.now() + 5000;
+    while (isAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    if (isAlive(pid)) {
+      process.kill(pid, "SIGKILL");
+      while (isAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+  removePidFile(pidFile);
+}
+
+function removePidFile(pidFile: string, onlyFor?: number): void {
+  try {
+    if (onlyFor !== undefined && JSON.parse(fs.readFileSync(pidFile, "utf8")).pid !== onlyFor) return;
+    fs.rmSync(pidFile, { force: true });
+  } catch {}
+}
+
+/**
+ * A tiny process that stops the chain when this process dies, however it dies: it reads a pipe from
+ * this process until end of file, which the kernel delivers when the last writer (this process) is
+ * gone, then sends the chain SIGTERM (and SIGKILL 5 s later). Node cannot ask the kernel for a
+ * parent-death signal (prctl PR_SET_PDEATHSIG), and this needs no polling.
+ */
+function startWatchdog(chainPid: number, log: Logger): { stop(): void } | undefined {
+  try {
+    const watchdog = spawn(
+      "/bin/sh",
+      [
+        "-c",
+        'cat >/dev/null; kill -TERM "$1" 2>/dev/null || exit 0; sleep 5; kill -KILL "$1" 2>/dev/null; exit 0',
+        "utility402-chain-watchdog",
+        String(chainPid),
+      ],
+      { stdio: ["pipe", "ignore", "ignore"], detached: true },
+    );
+    watchdog.on("error", (error) => log.warn({ err: error }, "local chain watchdog not started"));
+    watchdog.unref();
+    (watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    return {
+      stop() {
+        if (watchdog.exitCode === null && watchdog.signalCode === null) watchdog.kill("SIGKILL");
+        watchdog.stdin?.destroy();
+      },
+    };
+  } catch (error) {
+    log.warn({ err: error }, "local chain watchdog not started");
+    return undefined;
   }
 }
 

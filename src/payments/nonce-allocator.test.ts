@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { NonceAllocator } from "./nonce-allocator.ts";
+import { NonceAllocator, planGapRepair, type SentTransaction, SentTransactions } from "./nonce-allocator.ts";
 
 describe("NonceAllocator", () => {
   it("hands out consecutive nonces to concurrent sends, each exactly once", async () => {
@@ -86,5 +86,99 @@ describe("NonceAllocator", () => {
     });
     await expect(allocator.send(async (nonce) => nonce)).rejects.toThrow("rpc down");
     expect(await allocator.send(async (nonce) => nonce)).toBe(11);
+  });
+});
+
+const tx = (nonce: number, kind: SentTransaction["kind"] = "call"): SentTransaction => ({
+  nonce,
+  hash: `0x${nonce.toString(16).padStart(64, "0")}`,
+  raw: `0x02${nonce.toString(16).padStart(4, "0")}`,
+  sentAt: 0,
+  kind,
+  resent: 0,
+});
+const kept = (...nonces: number[]) => new Map(nonces.map((nonce) => [nonce, tx(nonce)]));
+
+describe("planGapRepair: nonces handed out that the chain lost", () => {
+  it("sees no gap when the chain holds every nonce handed out, or none was handed out yet", () => {
+    expect(planGapRepair({ pendingNonce: 5, nextNonce: 5, sent: kept(3, 4) })).toEqual({ kind: "none" });
+    expect(planGapRepair({ pendingNonce: 5, nextNonce: undefined, sent: kept(3, 4) })).toEqual({
+      kind: "none",
+    });
+  });
+
+  it("follows the chain when it is ahead (another sender used the key)", () => {
+    expect(planGapRepair({ pendingNonce: 9, nextNonce: 5, sent: kept(4) })).toEqual({ kind: "ahead" });
+  });
+
+  it("sends again every kept transaction of a missing nonce, in nonce order, and fills the others", () => {
+    // The node dropped 10–13 (a restart) and never had 14's predecessor: 11 is not kept (sent before
+    // this process started, or past the retention).
+    const plan = planGapRepair({ pendingNonce: 10, nextNonce: 15, sent: kept(8, 9, 10, 12, 13, 14) });
+    expect(plan.kind).toBe("gap");
+    if (plan.kind !== "gap") return;
+    expect(plan.from).toBe(10);
+    expect(plan.to).toBe(15);
+    expect(plan.resend.map((sent) => sent.nonce)).toEqual([10, 12, 13, 14]);
+    expect(plan.fill).toEqual([11]);
+  });
+
+  it("sends again transactions that were mined and then undone (a reorg, a chain restored from a snapshot)", () => {
+    // Mined 0–6 long ago from this process's view; the chain went back to nonce 3.
+    const plan = planGapRepair({ pendingNonce: 3, nextNonce: 7, sent: kept(0, 1, 2, 3, 4, 5, 6) });
+    expect(plan).toMatchObject({ kind: "gap", from: 3, to: 7, fill: [] });
+    expect(plan.kind === "gap" && plan.resend.map((sent) => sent.nonce)).toEqual([3, 4, 5, 6]);
+  });
+});
+
+describe("SentTransactions", () => {
+  it("keeps the last transaction of each nonce for the retention, then forgets it", () => {
+    const sent = new SentTransactions(1000);
+    sent.record({ ...tx(1), sentAt: 0 });
+    sent.record({ ...tx(2), sentAt: 500 });
+    sent.record({ ...tx(2, "filler"), sentAt: 600 });
+    expect(sent.view.get(2)?.kind).toBe("filler");
+    expect(sent.prune(1200)).toBe(true);
+    expect([...sent.view.keys()]).toEqual([2]);
+    expect(sent.prune(1601)).toBe(false);
+    expect(sent.view.size).toBe(0);
+  });
+});
+
+describe("NonceAllocator.exclusive", () => {
+  it("runs between groups, sees the counter, and may move it (a repaired gap) or clear it", async () => {
+    let chainNonce = 4;
+    const allocator = new NonceAllocator(async () => chainNonce);
+    const order: string[] = [];
+    const slow = (nonce: number) =>
+      new Promise<number>((resolve) =>
+        setTimeout(() => {
+          order.push(`sent ${nonce}`);
+          resolve(nonce);
+        }, 20),
+      );
+    const first = allocator.send(slow);
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the first group is in flight
+    const seen = allocator.exclusive(async (counter) => {
+      order.push(`chore sees ${counter.next}`);
+      chainNonce = 2; // the chain lost 4 and 5; the chore decides to re-read
+      counter.next = undefined;
+      return counter.next;
+    });
+    const second = allocator.send(slow);
+    expect(await first).toBe(4);
+    expect(await seen).toBeUndefined();
+    expect(await second).toBe(2);
+    expect(order).toEqual(["sent 4", "chore sees 5", "sent 2"]);
+  });
+
+  it("passes a chore's failure to its caller and goes on with the sends", async () => {
+    const allocator = new NonceAllocator(async () => 0);
+    await expect(
+      allocator.exclusive(async () => {
+        throw new Error("chain down");
+      }),
+    ).rejects.toThrow("chain down");
+    expect(await allocator.send(async (nonce) => nonce)).toBe(0);
   });
 });

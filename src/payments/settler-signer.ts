@@ -17,7 +17,7 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { type RawReceipt, ReceiptWatcher } from "../chain/receipt-watcher.ts";
 import { isTransportError } from "../chain/transport-failures.ts";
-import { NonceAllocator } from "./nonce-allocator.ts";
+import { NonceAllocator, planGapRepair, type SentTransaction, SentTransactions } from "./nonce-allocator.ts";
 
 type FacilitatorEvmSigner = ConstructorParameters<typeof ExactEvmScheme>[0];
 
@@ -37,6 +37,55 @@ export interface SettlerSigner extends FacilitatorEvmSigner {
   estimateContractGas(call: ContractCall): Promise<bigint>;
   /** Signs a contract call locally and broadcasts it: one RPC call (nonce from the allocator, fees cached). */
   sendContractCall(call: ContractCall & { gas: bigint }): Promise<Hex>;
+}
+
+/**
+ * What became of a transaction the chain lost (see `planGapRepair`), for the ledger and the metrics:
+ * - `dropped`: the chain no longer holds it (not mined, not in the mempool);
+ * - `resent`: its very bytes were broadcast again (same hash);
+ * - `landed`: the re-sent transaction was mined and succeeded: its transfer is true again;
+ * - `reverted`: the re-sent transaction was mined but reverted (the authorization had expired or was
+ *   used meanwhile): what it paid did not happen;
+ * - `lost`: it could not be sent again (its nonce was taken by another transaction, or the node
+ *   refused it): what it paid did not happen;
+ * - `filled`: a no-op took a nonce no kept transaction had.
+ */
+export type SettlementTransactionEvent = "dropped" | "resent" | "landed" | "reverted" | "lost" | "filled";
+
+export interface SettlementTransactionNote {
+  /** network-independent: the settler's address, lower-cased. */
+  account: string;
+  txHash: Hex;
+  nonce: number;
+  kind: "call" | "filler";
+  event: SettlementTransactionEvent;
+  /** How many times it was sent again. */
+  resent: number;
+  detail?: string;
+}
+
+/** Where a settler reports what became of the transactions the chain lost (the ledger, metrics, the log). */
+export interface SettlementJournal {
+  note(note: SettlementTransactionNote): void;
+}
+
+const journals = new Map<string, SettlementJournal>();
+const journalKey = (rpcUrl: string, address: string) => `${rpcUrl}|${address.toLowerCase()}`;
+
+/**
+ * Connects the settler of `address` over `rpcUrl` in this process to a journal (the composition root
+ * does this once it has the store); returns the detach function. A settler without one only logs.
+ */
+export function attachSettlementJournal(
+  rpcUrl: string,
+  address: string,
+  journal: SettlementJournal,
+): () => void {
+  const key = journalKey(rpcUrl, address);
+  journals.set(key, journal);
+  return () => {
+    if (journals.get(key) === journal) journals.delete(key);
+  };
 }
 
 /** A gas limit from an estimate: a quarter more, plus a fresh storage slot (payTo's balance may have been emptied). */
@@ -65,6 +114,14 @@ export function createSettlerSigner(options: {
   rpcTimeoutMs?: number;
   /** How long to wait for a settlement's receipt. */
   confirmationTimeoutMs: number;
+  /**
+   * How often the chain's pending nonce is compared with this settler's (while it sent anything in
+   * the last `retainSentMs`): a gap seen on two checks in a row is repaired. Default: 4 polling
+   * intervals, at least 500 ms.
+   */
+  gapCheckMs?: number;
+  /** How long sent transactions are kept to be sent again if the chain loses them. Default 10 min. */
+  retainSentMs?: number;
 }): SettlerSigner {
   const account = privateKeyToAccount(options.privateKey);
   const chain: Chain = defineChain({
@@ -149,21 +206,25 @@ export function createSettlerSigner(options: {
     return call.dataSuffix ? concatHex([data, call.dataSuffix]) : data;
   };
 
-  const nonces = new NonceAllocator(
-    () => publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
-    // A refused send left a gap before accepted ones: a no-op transfer to itself takes the nonce.
-    async (nonce) => {
-      fees = undefined;
-      const signed = await signTransaction({
-        to: account.address,
-        data: "0x",
-        gas: 21_000n,
-        nonce,
-        fee: await currentFees(),
-      });
-      return sender.request({ method: "eth_sendRawTransaction", params: [signed] });
-    },
-  );
+  const sent = new SentTransactions(options.retainSentMs ?? 10 * 60_000);
+  const readPendingNonce = () =>
+    publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
+  /** A no-op transfer to itself that takes `nonce` (a gap no kept transaction can close). */
+  const fillNonce = async (nonce: number) => {
+    fees = undefined;
+    const signed = await signTransaction({
+      to: account.address,
+      data: "0x",
+      gas: 21_000n,
+      nonce,
+      fee: await currentFees(),
+    });
+    const hash = (await sender.request({ method: "eth_sendRawTransaction", params: [signed] })) as Hex;
+    sent.record({ nonce, hash, raw: signed, kind: "filler" });
+    return hash;
+  };
+  // A refused send left a gap before accepted ones: a no-op transfer to itself takes the nonce.
+  const nonces = new NonceAllocator(readPendingNonce, fillNonce);
 
   const estimateContractGas = (call: ContractCall) =>
     publicClient.estimateGas({ account: account.address, to: call.address, data: calldata(call) });
@@ -192,23 +253,24 @@ export function createSettlerSigner(options: {
               params: [hash],
             }) as Promise<RawReceipt | null>)
           : undefined;
-        let sent: Hex;
+        let sent_: Hex;
         try {
-          sent = await sending;
+          sent_ = await sending;
         } catch (error) {
           receipt?.catch(() => undefined);
           // The node already has this very transaction (a resent broadcast): it is sent.
           if (!/already known|known transaction/i.test((error as Error).message)) throw error;
-          sent = hash;
+          sent_ = hash;
         }
+        sent.record({ nonce, hash: sent_, raw: signed, kind: "call" });
         const mined = await receipt?.catch(() => null);
         if (mined) {
-          receiptsWithSend.set(sent, mined);
+          receiptsWithSend.set(sent_, mined);
           emptyAnswers = 0;
         } else if (receipt && ++emptyAnswers >= 3) {
           askReceiptWithSend = false;
         }
-        return sent;
+        return sent_;
       });
     };
     try {
@@ -224,6 +286,105 @@ export function createSettlerSigner(options: {
       throw error;
     }
   };
+
+  // The chain may lose what it accepted (a node restart, a mempool eviction, a reorg, a chain restored
+  // from an earlier state): every later transaction then waits behind the missing nonces and no
+  // settlement lands. A regular check finds such a gap and closes it.
+  const journalOf = () => journals.get(journalKey(options.rpcUrl, account.address));
+  const note = (tx: SentTransaction, event: SettlementTransactionNote["event"], detail?: string) =>
+    journalOf()?.note({
+      account: account.address.toLowerCase(),
+      txHash: tx.hash,
+      nonce: tx.nonce,
+      kind: tx.kind,
+      event,
+      resent: tx.resent,
+      detail,
+    });
+  /** The nonce a gap was first seen at; repaired when the next check sees it again. */
+  let suspectedGap: number | undefined;
+  const repairGap = () =>
+    nonces.exclusive(async (counter) => {
+      if (counter.next === undefined) return;
+      const plan = planGapRepair({
+        pendingNonce: await readPendingNonce(),
+        nextNonce: counter.next,
+        sent: sent.view,
+      });
+      if (plan.kind === "none") {
+        suspectedGap = undefined;
+        return;
+      }
+      if (plan.kind === "ahead") {
+        counter.next = undefined;
+        return;
+      }
+      if (suspectedGap !== plan.from) {
+        suspectedGap = plan.from; // a lagging node may answer late: act when the next check agrees
+        return;
+      }
+      suspectedGap = undefined;
+      let complete = true;
+      // In nonce order: each one lets the next one in.
+      for (let nonce = plan.from; nonce < plan.to; nonce++) {
+        const tx = plan.resend.find((kept) => kept.nonce === nonce);
+        if (!tx) {
+          await fillNonce(nonce).then(
+            (hash) =>
+              journalOf()?.note({
+                account: account.address.toLowerCase(),
+                txHash: hash,
+                nonce,
+                kind: "filler",
+                event: "filled",
+                resent: 0,
+              }),
+            () => {
+              complete = false;
+            },
+          );
+          continue;
+        }
+        note(tx, "dropped");
+        try {
+          await sender
+            .request({ method: "eth_sendRawTransaction", params: [tx.raw] })
+            .catch((error: unknown) => {
+              if (!/already known|known transaction/i.test((error as Error).message)) throw error;
+            });
+          tx.resent++;
+          tx.sentAt = Date.now();
+          note(tx, "resent");
+          if (tx.kind === "call") {
+            receipts.wait(tx.hash, options.confirmationTimeoutMs).then(
+              (receipt) => note(tx, receipt.status === "0x1" ? "landed" : "reverted"),
+              () => undefined, // not mined in time: the next check sees the gap again
+            );
+          }
+        } catch (error) {
+          // The nonce is taken by another transaction (this one can never land), or the node refuses it.
+          note(tx, "lost", nodeMessage(error).slice(0, 300));
+          if (!/nonce too low|nonce.*(already|used)/i.test(nodeMessage(error))) {
+            await fillNonce(nonce).catch(() => {
+              complete = false;
+            });
+          }
+        }
+      }
+      if (!complete) counter.next = undefined;
+    });
+  const gapCheckMs = options.gapCheckMs ?? Math.max(500, options.pollingIntervalMs * 4);
+  let checking = false;
+  const gapTimer = setInterval(() => {
+    if (checking || !sent.prune()) return;
+    checking = true;
+    repairGap()
+      .catch(() => undefined) // the chain did not answer: the next check tries again
+      .finally(() => {
+        checking = false;
+      });
+  }, gapCheckMs);
+  gapTimer.unref();
 
   return {
     address: account.address,
