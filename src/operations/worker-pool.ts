@@ -10,6 +10,12 @@ import { Problem, type ProblemBody } from "../problem.ts";
  * once. Every failure is a Problem (status ≥ 400), so nothing is charged. Idle workers do not keep
  * the process alive.
  *
+ * Fair share: a task may name its client (the payer). Waiting tasks are kept in one queue per client,
+ * served round-robin, and a client may have at most `maxRunningPerClient` tasks running and
+ * `maxQueuedPerClient` waiting, so one client's slow tasks cannot hold every worker while another
+ * client's work waits. Tasks that name no client share one queue without those caps (the behaviour
+ * of a pool that never names clients: one FIFO queue).
+ *
  * A worker module answers { type: "ready" } once, then one reply per { id, task }: { type: "done",
  * id, result } or { type: "problem", id, problem } (a Problem it threw: a 400 names the field), or
  * { type: "failed", id, message } (or a reply type of the pool's own, see `WorkerPoolVariant`).
@@ -30,6 +36,10 @@ export interface WorkerPoolOptions {
   startTimeoutMs: number;
   /** V8 old-generation heap of each worker; a task that needs more is a 422. */
   maxMemoryMb: number;
+  /** Tasks one named client may have running at once; its next tasks wait (default: no cap). */
+  maxRunningPerClient?: number;
+  /** Tasks one named client may have waiting; beyond it that client is refused at once (503; default: maxQueued). */
+  maxQueuedPerClient?: number;
 }
 
 export type WorkerRequest<T> = { id: number; task: T };
@@ -110,6 +120,8 @@ export const defaultPoolSize = () => Math.max(1, Math.min(4, Math.floor(os.avail
 
 interface Waiting<T, R> {
   task: T;
+  /** The client the task was run for; undefined: no client named (no per-client caps). */
+  client: string | undefined;
   resolve: (result: R) => void;
   reject: (problem: Problem) => void;
   queueTimer?: NodeJS.Timeout;
@@ -126,9 +138,20 @@ interface Slot<T, R> {
 
 const NOTHING_CHARGED = "nothing was charged";
 
+/** The queue of tasks that name no client. */
+const ANONYMOUS = Symbol("no client");
+type ClientKey = string | typeof ANONYMOUS;
+
 export class WorkerPool<T, R> {
   private readonly slots = new Set<Slot<T, R>>();
-  private readonly queue: Waiting<T, R>[] = [];
+  /**
+   * Waiting tasks, one FIFO queue per client; the map's order is the round-robin order (a client
+   * served moves to the end). Only clients with waiting tasks are in it.
+   */
+  private readonly queues = new Map<ClientKey, Waiting<T, R>[]>();
+  private queued = 0;
+  /** Running tasks per named client. */
+  private readonly runningByClient = new Map<string, number>();
   private nextId = 1;
   private closed = false;
   /** After a worker failed to start, no new start before this time (no tight restart loop). */
@@ -166,24 +189,96 @@ export class WorkerPool<T, R> {
     return this.problem("failed", `${this.theWork} failed (${reason}); ${NOTHING_CHARGED}`);
   }
 
-  run(task: T): Promise<R> {
+  private tasks(count: number) {
+    return this.variant.tasks?.(count) ?? `${count} ${this.options.name} tasks`;
+  }
+
+  /**
+   * Runs a task in a worker. `client` (e.g. the payer's address) names whose task it is: each client's
+   * tasks wait in their own queue, clients are served in turn, and the per-client caps apply.
+   */
+  run(task: T, client?: string): Promise<R> {
     const { name, maxQueued, queueTimeoutMs } = this.options;
     if (this.closed) return Promise.reject(this.unavailable("the service is shutting down"));
-    if (this.queue.length >= maxQueued) {
-      const waiting = this.variant.tasks?.(this.queue.length) ?? `${this.queue.length} ${name} tasks`;
-      return Promise.reject(this.busy(`${waiting} are already waiting for a worker`));
+    if (this.queued >= maxQueued) {
+      return Promise.reject(this.busy(`${this.tasks(this.queued)} are already waiting for a worker`));
+    }
+    const key: ClientKey = client ?? ANONYMOUS;
+    const ownQueue = this.queues.get(key);
+    const perClient = this.options.maxQueuedPerClient ?? maxQueued;
+    if (client !== undefined && (ownQueue?.length ?? 0) >= perClient) {
+      const mine = this.tasks(ownQueue?.length ?? 0);
+      return Promise.reject(this.busy(`${mine} of this client are already waiting for a worker`));
     }
     return new Promise((resolve, reject) => {
-      const waiting: Waiting<T, R> = { task, resolve, reject };
+      const waiting: Waiting<T, R> = { task, client, resolve, reject };
       waiting.queueTimer = setTimeout(() => {
-        const index = this.queue.indexOf(waiting);
-        if (index < 0) return;
-        this.queue.splice(index, 1);
+        if (!this.unqueue(waiting)) return;
         reject(this.busy(`no ${name} worker was free within ${queueTimeoutMs} ms`));
       }, queueTimeoutMs).unref();
-      this.queue.push(waiting);
+      const queue = this.queues.get(key);
+      if (queue) queue.push(waiting);
+      else this.queues.set(key, [waiting]);
+      this.queued++;
       this.pump();
     });
+  }
+
+  /** Takes a waiting task out of its queue; false if it is no longer waiting. */
+  private unqueue(waiting: Waiting<T, R>): boolean {
+    const key: ClientKey = waiting.client ?? ANONYMOUS;
+    const queue = this.queues.get(key);
+    const index = queue?.indexOf(waiting) ?? -1;
+    if (!queue || index < 0) return false;
+    queue.splice(index, 1);
+    if (queue.length === 0) this.queues.delete(key);
+    this.queued--;
+    return true;
+  }
+
+  /** Every waiting task, taken out of the queues. */
+  private drain(): Waiting<T, R>[] {
+    const all = [...this.queues.values()].flat();
+    this.queues.clear();
+    this.queued = 0;
+    return all;
+  }
+
+  /** How many more tasks this client may start now. */
+  private room(key: ClientKey): number {
+    if (key === ANONYMOUS) return Number.POSITIVE_INFINITY;
+    const cap = this.options.maxRunningPerClient ?? Number.POSITIVE_INFINITY;
+    return cap - (this.runningByClient.get(key) ?? 0);
+  }
+
+  /** The next task to start: the first client in turn with a task waiting and room to run it. */
+  private next(): Waiting<T, R> | undefined {
+    for (const [key, queue] of this.queues) {
+      if (this.room(key) <= 0) continue;
+      const waiting = queue.shift() as Waiting<T, R>;
+      this.queued--;
+      // Served: this client goes to the end of the turn (or leaves it, with nothing left waiting).
+      this.queues.delete(key);
+      if (queue.length > 0) this.queues.set(key, queue);
+      return waiting;
+    }
+    return undefined;
+  }
+
+  /** Waiting tasks that could start now if there were workers (each client within its cap). */
+  private startable(): number {
+    let count = 0;
+    for (const [key, queue] of this.queues) count += Math.min(queue.length, Math.max(0, this.room(key)));
+    return count;
+  }
+
+  /** A task stopped running (answered, failed or stopped): its client has room again. */
+  private finished(waiting: Waiting<T, R>): void {
+    const { client } = waiting;
+    if (client === undefined) return;
+    const running = (this.runningByClient.get(client) ?? 1) - 1;
+    if (running > 0) this.runningByClient.set(client, running);
+    else this.runningByClient.delete(client);
   }
 
   /** Starts every worker now and waits until they are ready (benchmarks, tests). */
@@ -197,7 +292,7 @@ export class WorkerPool<T, R> {
     return {
       workers: slots.length,
       busy: slots.filter((slot) => slot.running).length,
-      queued: this.queue.length,
+      queued: this.queued,
       startedWorkers: this.startedWorkers,
     };
   }
@@ -205,7 +300,7 @@ export class WorkerPool<T, R> {
   /** Refuses new tasks, fails the waiting ones and stops every worker. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const waiting of this.queue.splice(0)) {
+    for (const waiting of this.drain()) {
       clearTimeout(waiting.queueTimer);
       waiting.reject(this.unavailable("the service is shutting down"));
     }
@@ -218,19 +313,21 @@ export class WorkerPool<T, R> {
   }
 
   private pump(): void {
-    while (this.queue.length > 0) {
+    while (this.queued > 0) {
       const idle = [...this.slots].find((slot) => slot.ready && !slot.running);
       if (!idle) break;
-      this.dispatch(idle, this.queue.shift() as Waiting<T, R>);
+      const waiting = this.next();
+      if (!waiting) break;
+      this.dispatch(idle, waiting);
     }
     if (Date.now() >= this.noStartsUntil) {
       const starting = [...this.slots].filter((slot) => !slot.ready).length;
-      let wanted = Math.min(this.queue.length - starting, this.options.size - this.slots.size);
+      let wanted = Math.min(this.startable() - starting, this.options.size - this.slots.size);
       while (wanted-- > 0) this.spawn();
     } else if (this.slots.size === 0) {
       // No worker could start a moment ago and none is left: fail now rather than let tasks wait.
       const reason = this.startError?.message ?? "unknown error";
-      for (const waiting of this.queue.splice(0)) {
+      for (const waiting of this.drain()) {
         clearTimeout(waiting.queueTimer);
         waiting.reject(this.unavailable(`the ${this.options.name} workers could not start (${reason})`));
       }
@@ -271,6 +368,7 @@ export class WorkerPool<T, R> {
     const timer = setTimeout(() => {
       if (slot.running?.id !== id) return;
       slot.running = undefined;
+      this.finished(waiting);
       void this.retire(slot);
       const advice = this.variant.advice?.timeLimit ?? ". Send less.";
       const stopped = `did not finish within ${timeLimitMs} ms and was stopped`;
@@ -278,6 +376,9 @@ export class WorkerPool<T, R> {
       this.pump();
     }, timeLimitMs);
     slot.running = { id, waiting, timer };
+    if (waiting.client !== undefined) {
+      this.runningByClient.set(waiting.client, (this.runningByClient.get(waiting.client) ?? 0) + 1);
+    }
     slot.worker.ref(); // A running task keeps the process alive; an idle worker does not.
     slot.worker.postMessage({ id, task: waiting.task } satisfies WorkerRequest<T>);
   }
@@ -296,6 +397,7 @@ export class WorkerPool<T, R> {
     if (!running || running.id !== reply.id) return;
     clearTimeout(running.timer);
     slot.running = undefined;
+    this.finished(running.waiting);
     slot.worker.unref();
     if (reply.type === "done") running.waiting.resolve(reply.result);
     else if (reply.type === "problem") running.waiting.reject(revive(reply.problem));
@@ -316,6 +418,7 @@ export class WorkerPool<T, R> {
     slot.markStarted(error);
     if (running) {
       clearTimeout(running.timer);
+      this.finished(running.waiting);
       const outOfMemory = (error as NodeJS.ErrnoException).code === "ERR_WORKER_OUT_OF_MEMORY";
       const advice = this.variant.advice?.memoryLimit ?? "";
       const needed = `needed more than ${this.options.maxMemoryMb} MB and was stopped`;

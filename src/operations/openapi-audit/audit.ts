@@ -9,6 +9,7 @@ import {
 } from "@redocly/openapi-core";
 import { AGENT_RULES, agentFindings } from "./agent-rules.ts";
 import { type ContractDocument, isPlainObject, parseContract } from "./contract.ts";
+import { isEvaluated, useLinearPatternsInEngines } from "./linear-regexp.ts";
 import { childPointer, fragmentTokens, pointerTokens } from "./pointer.ts";
 import type { Finding, OpenApiAuditOutput, Ruleset, Severity } from "./schema.ts";
 import { type EngineFinding, externalRefMessage, spectralFindings } from "./spectral.ts";
@@ -23,6 +24,9 @@ export type AuditJob = (
   | { text: string; document?: undefined; openapi?: undefined }
 ) & { ruleset: Ruleset; maxFindings: number };
 
+// The engines test examples against the contract's patterns in linear time (RE2JS), never by backtracking.
+useLinearPatternsInEngines();
+
 /** A text contract parsed in the worker was refused: the message of a 400 at /contract (nothing charged). */
 export class ContractRefused extends Error {}
 
@@ -35,6 +39,8 @@ export const CONTRACT_RULES = {
   "spectral-aborted": "Spectral could not finish on this contract; the other engines' findings stand",
   "openapi-3.2-audited-as-3.1":
     "an OpenAPI 3.2 document is audited with the 3.1 rule set (a note, never an error)",
+  "pattern-not-evaluated":
+    "a schema pattern uses what cannot be run in linear time (a lookahead, a backreference): examples are not checked against it (a note, never an error)",
 } as const;
 
 /** Redocly rules replaced by agent rules (same check, one finding). */
@@ -206,6 +212,50 @@ function isLiteralData(key: string | number, parentKey: string | number | undefi
     return parentKey !== "properties" && parentKey !== "patternProperties";
   }
   return key === "value" && parentKey !== "properties" && parentKey !== "patternProperties";
+}
+
+const acceptedByJavaScript = (source: string) => {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The schemas' patterns (`pattern`, the names of `patternProperties`) the engines do not evaluate:
+ * valid JavaScript, but not runnable in linear time (see linear-regexp.ts). Their pointers.
+ */
+export function unevaluablePatterns(document: ContractDocument): { pointer: string; pattern: string }[] {
+  const found: { pointer: string; pattern: string }[] = [];
+  const verdicts = new Map<string, boolean>();
+  const unevaluable = (source: string) => {
+    let verdict = verdicts.get(source);
+    if (verdict === undefined) {
+      verdict = !isEvaluated(source) && acceptedByJavaScript(source);
+      verdicts.set(source, verdict);
+    }
+    return verdict;
+  };
+  forEachNode(document, (node, pointer) => {
+    if (Array.isArray(node)) return;
+    const { pattern, patternProperties } = node as Record<string, unknown>;
+    if (typeof pattern === "string" && unevaluable(pattern)) {
+      found.push({ pointer: childPointer(pointer(), "pattern"), pattern });
+    }
+    if (isPlainObject(patternProperties)) {
+      for (const name of Object.keys(patternProperties)) {
+        if (unevaluable(name)) {
+          found.push({
+            pointer: childPointer(childPointer(pointer(), "patternProperties"), name),
+            pattern: name,
+          });
+        }
+      }
+    }
+  });
+  return found;
 }
 
 const isLocalRef = (node: unknown): node is { $ref: string } =>
@@ -555,6 +605,15 @@ export async function auditDocument(
       severity: finding.severity ?? (strict ? "error" : AGENT_RULES[finding.ruleId].recommended),
       engine: `openapi-audit:${finding.ruleId}`,
     });
+  }
+  for (const { pointer, pattern } of unevaluablePatterns(original)) {
+    contractFinding(
+      "pattern-not-evaluated",
+      "info",
+      `pattern ${JSON.stringify(pattern.length > 80 ? `${pattern.slice(0, 80)}…` : pattern)} uses what cannot be ` +
+        "run in linear time (a lookahead or a backreference): examples were not checked against it",
+      pointer,
+    );
   }
   const v32 = openapi.startsWith("3.2");
   if (v32) {

@@ -17,11 +17,26 @@ export const auditJob = ({ contract, ruleset, maxFindings }: OpenApiAuditInput):
     ? { text: contract.text, ruleset, maxFindings }
     : { document: contract.document, openapi: contract.openapi, ruleset, maxFindings };
 
-/** Runs one validated request in the worker pool; every failure is a Problem, so nothing is charged. */
+/**
+ * The payer of a paid call, from its payment's ledger key ("<network>:<asset>:<payer>:<nonce>",
+ * lower case; the network is a CAIP-2 id with its own colon): whose fair share of the audit workers
+ * the call uses. Undefined outside the paid pipeline.
+ */
+export function payerOf(paymentKey: string | undefined): string | undefined {
+  const parts = paymentKey?.split(":") ?? [];
+  const payer = parts[parts.length - 2];
+  return parts.length >= 4 && payer && /^0x[0-9a-f]{40}$/.test(payer) ? payer : undefined;
+}
+
+/**
+ * Runs one validated request in the worker pool; every failure is a Problem, so nothing is charged.
+ * `client` (the payer) gets its fair share of the workers: see AuditPool.
+ */
 export const runAudit = (
   input: OpenApiAuditInput,
   pool: AuditPool = sharedAuditPool(),
-): Promise<OpenApiAuditOutput> => pool.run(auditJob(input));
+  client?: string,
+): Promise<OpenApiAuditOutput> => pool.run(auditJob(input), client);
 
 const TIME_LIMIT = `${DEFAULT_AUDIT_POOL_OPTIONS.timeLimitMs / 1000} s`;
 
@@ -135,6 +150,8 @@ export const openapiAudit = defineOperation({
         "Payments temporarily unavailable, or every audit worker is busy; retry after Retry-After. Never charged.",
     },
   ],
-  handler: async (input) => ({ body: await runAudit(input) }),
+  handler: async (input, ctx) => ({
+    body: await runAudit(input, sharedAuditPool(), payerOf(ctx.paymentKey)),
+  }),
   close: closeSharedAuditPool,
 });

@@ -7,9 +7,17 @@ import type { OpenApiAuditOutput } from "./schema.ts";
 /** The generic pool's limits; an audit over its time or memory limit is a 422. */
 export type AuditPoolOptions = Omit<WorkerPoolOptions, "name">;
 
+const SIZE = Math.min(4, Math.max(2, os.availableParallelism() - 1));
+
+/** Audits one payer may run at once: all workers but one (at least one), so another payer always has one. */
+const runningPerPayer = (size: number) => Math.max(1, size - 1);
+
 export const DEFAULT_AUDIT_POOL_OPTIONS: AuditPoolOptions = {
-  size: Math.min(4, Math.max(2, os.availableParallelism() - 1)),
+  size: SIZE,
   maxQueued: 32,
+  // One payer never holds every worker: at least one stays for the others (served in turn).
+  maxRunningPerClient: runningPerPayer(SIZE),
+  maxQueuedPerClient: 8,
   timeLimitMs: 15_000,
   queueTimeoutMs: 20_000,
   startTimeoutMs: 30_000,
@@ -45,10 +53,21 @@ const AUDIT_VARIANT: WorkerPoolVariant = {
  * start on demand, are reused for later audits, run one audit at a time each, and are stopped
  * (then replaced on demand) when an audit exceeds its time or memory limit. Every failure is a
  * Problem (status ≥ 400), so the payment is released. Idle workers do not keep the process alive.
+ * Audits run for a payer (`run(job, payer)`) get a fair share: each payer's audits wait in their own
+ * queue, payers are served in turn, and one payer runs at most `maxRunningPerClient` at once.
  */
 export class AuditPool extends WorkerPool<AuditJob, OpenApiAuditOutput> {
   constructor(options: Partial<AuditPoolOptions> = {}) {
-    super({ name: "audit", ...DEFAULT_AUDIT_POOL_OPTIONS, ...options }, AUDIT_VARIANT);
+    const size = options.size ?? DEFAULT_AUDIT_POOL_OPTIONS.size;
+    super(
+      {
+        name: "audit",
+        ...DEFAULT_AUDIT_POOL_OPTIONS,
+        maxRunningPerClient: runningPerPayer(size),
+        ...options,
+      },
+      AUDIT_VARIANT,
+    );
   }
 }
 
