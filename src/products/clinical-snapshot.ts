@@ -17,6 +17,29 @@ export const CLINICAL_COUNTS = ["studies", "endpoints", "measurements", "analyse
 /** The first day of the product's subject: studies that started on or after it. */
 export const STARTED_ON_OR_AFTER = "2020-01-01";
 
+/** The studies column each ingest selection rule is checked on (meta.selection_rule; none: start-date). */
+const RULE_COLUMNS: Record<string, { column: string; says: string }> = {
+  "start-date": { column: "start_day", says: "started" },
+  "results-first-posted": { column: "results_first_posted", says: "had results first posted" },
+};
+
+/**
+ * Why the database's source may not be sold, or undefined: only an ingest of the registry itself
+ * (meta.source_is_registry), unless the operator said at ingest time that another source may be
+ * (`--allow-other-source`, meta.other_source_allowed).
+ */
+function unsellableSource(meta: Record<string, string>): string | undefined {
+  if (meta.source_is_registry === "yes") return undefined;
+  if (meta.other_source_allowed === "yes") return undefined;
+  if (meta.source_is_registry === undefined) {
+    return "the clinical database does not record its source URL (built by an older ingest): rebuild it with utility402 ingest clinical-trials --from api";
+  }
+  return (
+    `the clinical database was ingested from ${meta.source_url || "a folder of records"}, not the ClinicalTrials.gov registry: ` +
+    "ingest from the registry, or re-run the ingest with --allow-other-source to sell it from this source explicitly"
+  );
+}
+
 export type ClinicalBuild =
   | { unbuildable: string }
   | { version: string; entries: ArchiveEntry[]; details: Record<string, unknown>; changes: string[] };
@@ -134,14 +157,24 @@ function reconcile(
     )
     .get() as { n: number };
   add("summaries and phases belong to a study", 0, orphans.n);
-  const early = db
-    .prepare("SELECT count(*) AS n FROM studies WHERE start_day = '' OR start_day < ?")
-    .get(STARTED_ON_OR_AFTER) as { n: number };
-  add(
-    `every study started on or after ${STARTED_ON_OR_AFTER}`,
-    "0 studies before",
-    `${early.n} studies before`,
-  );
+  if (names.has("study_more_outcomes")) {
+    add("meta.studies = rows of study_more_outcomes", meta.studies, rowsOf("study_more_outcomes"));
+  }
+  const rule = RULE_COLUMNS[meta.selection_rule || "start-date"];
+  if (!rule) {
+    add("meta.selection_rule is known", Object.keys(RULE_COLUMNS).join(" or "), meta.selection_rule);
+  } else {
+    const early = db
+      .prepare(
+        `SELECT count(*) AS n FROM studies WHERE ${rule.column} IS NULL OR ${rule.column} = '' OR ${rule.column} < ?`,
+      )
+      .get(STARTED_ON_OR_AFTER) as { n: number };
+    add(
+      `every study ${rule.says} on or after ${STARTED_ON_OR_AFTER} (rule ${meta.selection_rule || "start-date"})`,
+      "0 studies before",
+      `${early.n} studies before`,
+    );
+  }
   const duplicates = db.prepare("SELECT count(*) - count(DISTINCT nct_id) AS n FROM studies").get() as {
     n: number;
   };
@@ -274,6 +307,8 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
 
     const incomplete = incompleteIngest(db, meta);
     if (incomplete) return { unbuildable: incomplete };
+    const unsellable = unsellableSource(meta);
+    if (unsellable) return { unbuildable: unsellable };
 
     const tables = exportableTables(db);
     const checks = reconcile(db, meta, tables);
@@ -322,10 +357,19 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
       entries.push({ path: `data/csv/${table.name}.csv`, file: target });
     }
 
+    const provenance = {
+      sourceUrl: meta.source_url || null,
+      registry: meta.source_is_registry === "yes",
+      otherSourceAllowedByOperator: meta.other_source_allowed === "yes",
+      selectionRule: meta.selection_rule || "start-date",
+      ruleCounts: meta.rule_counts ? (JSON.parse(meta.rule_counts) as Record<string, number | null>) : null,
+      skippedRecords: Number(meta.skipped_records ?? 0),
+    };
     const validation = {
       product: "clinical-trials-outcomes-post-2020",
       snapshotDate,
       source: meta.source ?? null,
+      provenance,
       counts,
       tables: Object.fromEntries(tables.map((t) => [t.name, t.rows])),
       checks,
@@ -335,6 +379,15 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
       "# Validation report",
       "",
       `Snapshot of ${snapshotDate}${meta.source ? ` from ${meta.source}` : ""}.`,
+      "",
+      `Source URL: ${provenance.sourceUrl ?? "none recorded"} (${provenance.registry ? "the ClinicalTrials.gov registry" : "NOT the ClinicalTrials.gov registry; sold by the operator's explicit --allow-other-source"}).`,
+      `Selection rule: ${provenance.selectionRule}; each rule's count when the ingest started: ${
+        provenance.ruleCounts
+          ? Object.entries(provenance.ruleCounts)
+              .map(([name, count]) => `${name} ${count ?? "not given"}`)
+              .join(", ")
+          : "not recorded"
+      }. Records skipped for want of an NCT number: ${provenance.skippedRecords}.`,
       "",
       "| count | value |",
       "|---|---|",

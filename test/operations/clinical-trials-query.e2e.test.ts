@@ -95,6 +95,43 @@ describe("clinical-trials-query on the local chain (the bundled sample)", () => 
     expect((await response.json()).accepts[0].amount).toBe(PRICE.toString());
   });
 
+  it("before payment, the 402 terms, OpenAPI, x402 manifest and catalog name the loaded sample of 5 studies (issue 23)", async () => {
+    const before = await balanceOf(payer.address);
+    const response = await fetch(url(), jsonPost({ startedAfter: "2020-01-01" }));
+    expect(response.status).toBe(402);
+    const terms = await response.json();
+    const said =
+      "Query trial-level clinical results summaries: a sample of 5 studies (63 endpoints, 230 measurements, " +
+      "41 analyses; a sample loaded from a folder of study records, not the full index), as of 2022-11-21";
+    expect(terms.resource.description).toBe(said);
+    const header = JSON.parse(
+      Buffer.from(response.headers.get("payment-required") ?? "", "base64").toString(),
+    );
+    expect(header.resource.description).toBe(said);
+    const manifest = await (await fetch(`${service.url}/.well-known/x402`)).json();
+    const resource = manifest.resources.find((r: { resource: string }) =>
+      r.resource.endsWith("/v1/clinical-trials-query"),
+    );
+    expect(resource.description).toBe(said);
+    const openapi = await (await fetch(`${service.url}/openapi.json`)).json();
+    const operation = openapi.paths["/v1/clinical-trials-query"].post;
+    expect(operation.summary).toBe(said);
+    expect(operation.description).toMatch(/^Loaded now: a sample of 5 studies /);
+    const catalog = await (await fetch(`${service.url}/catalog.json`)).json();
+    const entry = catalog.operations.find((o: { id: string }) => o.id === "clinical-trials-query");
+    expect(entry.summary).toBe(said);
+    // Nothing anywhere promises studies started on or after 2020-01-01 of this database.
+    for (const text of [
+      JSON.stringify(terms),
+      JSON.stringify(resource),
+      JSON.stringify(operation),
+      JSON.stringify(entry),
+    ]) {
+      expect(text).not.toMatch(/started on or after 2020-01-01/);
+    }
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+
   it("the catalog entry shows the dataset totals and says it is a sample; /readyz names it", async () => {
     const catalog = await (await fetch(`${service.url}/catalog.json`)).json();
     const entry = catalog.operations.find(

@@ -8,7 +8,9 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   closeAfterWriting,
+  openForReading,
   openForWriting,
+  StaleDatabaseError,
   type TrialsDatabase,
 } from "../../src/operations/clinical-trials-query/database.ts";
 import {
@@ -16,6 +18,7 @@ import {
   formatProgress,
   ingestFromApi,
   ingestFromDirectory,
+  isRegistryUrl,
   UpstreamError,
 } from "../../src/operations/clinical-trials-query/ingest.ts";
 import { parseIngestArguments } from "../../src/operations/clinical-trials-query/ingest-command.ts";
@@ -101,6 +104,12 @@ describe("ingest from a folder of study records", () => {
         measurements: String(totals.measurements),
         analyses: String(totals.analyses),
         source: "folder of ClinicalTrials.gov API v2 study records (clinical-trials-sample)",
+        source_url: "",
+        source_is_registry: "no",
+        other_source_allowed: "no",
+        selection_rule: "",
+        rule_counts: "",
+        skipped_records: "0",
       });
       // Loading the same folder again replaces the rows: no duplicates.
       ingestFromDirectory(db, SAMPLE_DIR);
@@ -156,6 +165,8 @@ describe("ingest from a folder of study records", () => {
         db: "x.sqlite",
         restart: false,
         pageSize: 1000,
+        rule: "start-date",
+        allowOtherSource: false,
       },
     );
     expect(
@@ -165,7 +176,19 @@ describe("ingest from a folder of study records", () => {
       db: undefined,
       restart: true,
       pageSize: 50,
+      rule: "start-date",
+      allowOtherSource: false,
     });
+    expect(
+      parseIngestArguments([
+        "clinical-trials",
+        "--from",
+        "api",
+        "--rule",
+        "results-first-posted",
+        "--allow-other-source",
+      ]),
+    ).toMatchObject({ rule: "results-first-posted", allowOtherSource: true });
     for (const [args, problem] of [
       [["trials"], 'ingest: unknown dataset "trials" (known: clinical-trials)'],
       [["clinical-trials"], "ingest: --from api or --from dir PATH is required"],
@@ -176,6 +199,10 @@ describe("ingest from a folder of study records", () => {
         "ingest: --page-size must be an integer from 1 to 1000",
       ],
       [["clinical-trials", "--from", "api", "--fast"], 'ingest: unknown option "--fast"'],
+      [
+        ["clinical-trials", "--from", "api", "--rule", "completion-date"],
+        'ingest: --rule must be one of start-date, results-first-posted, got "completion-date"',
+      ],
     ] as const) {
       expect(() => parseIngestArguments([...args])).toThrow(expect.objectContaining({ problems: [problem] }));
     }
@@ -201,6 +228,8 @@ describe("ingest from a folder of study records", () => {
 class StandIn {
   readonly requests: URL[] = [];
   private failOnceAtPage: number | null = null;
+  /** Apply `filter.advanced` (AREA[StartDate] / AREA[ResultsFirstPostDate] RANGE[day,MAX]) and `fields=NCTId` as the API does. */
+  honourFilters = false;
   private failed = false;
   private server?: http.Server;
   url = "";
@@ -223,10 +252,18 @@ class StandIn {
         response.writeHead(503, { "content-type": "text/plain" }).end("upstream busy");
         return;
       }
+      const selected = this.honourFilters ? applyFilter(rawStudies, url) : rawStudies;
       const end = offset + pageSize;
-      const body: Raw = { studies: rawStudies.slice(offset, end) };
-      if (end < rawStudies.length) body.nextPageToken = Buffer.from(`after:${end}`).toString("base64url");
-      if (url.searchParams.get("countTotal") === "true") body.totalCount = rawStudies.length;
+      const body: Raw = { studies: selected.slice(offset, end) };
+      if (this.honourFilters && url.searchParams.get("fields") === "NCTId") {
+        body.studies = body.studies.map((study: Raw) => ({
+          protocolSection: {
+            identificationModule: { nctId: study.protocolSection.identificationModule.nctId },
+          },
+        }));
+      }
+      if (end < selected.length) body.nextPageToken = Buffer.from(`after:${end}`).toString("base64url");
+      if (url.searchParams.get("countTotal") === "true") body.totalCount = selected.length;
       response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
     });
     await new Promise<void>((resolve) => this.server?.listen(port, "127.0.0.1", resolve));
@@ -242,6 +279,19 @@ class StandIn {
   async stop() {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
+}
+
+/** The registry's date filters, on the recorded records: a month-only date counts from its first day. */
+function applyFilter(studies: Raw[], url: URL): Raw[] {
+  const filter = url.searchParams.get("filter.advanced");
+  if (!filter) return studies;
+  const match = /^AREA\[(StartDate|ResultsFirstPostDate)\]RANGE\[(\d{4}-\d{2}-\d{2}),MAX\]$/.exec(filter);
+  if (!match) throw new Error(`the stand-in does not know the filter ${filter}`);
+  const field = match[1] === "StartDate" ? "startDateStruct" : "resultsFirstPostDateStruct";
+  return studies.filter((study) => {
+    const date: string | undefined = study.protocolSection.statusModule[field]?.date;
+    return date !== undefined && `${date}-01-01`.slice(0, 10) >= (match[2] as string);
+  });
 }
 
 const dump = (file: string) => {
@@ -302,8 +352,9 @@ describe("ingest from the API v2 (a stand-in on 127.0.0.1)", () => {
     const progress: ApiIngestProgress[] = [];
     const result = await ingestInto(file, { onProgress: (p) => progress.push(p) });
     expect(result).toMatchObject({ status: "complete", pagesThisRun: 3, resumed: false });
-    expect(standIn.requests).toHaveLength(3);
-    const [first, second] = standIn.requests;
+    // Two count requests (one per selection rule), then the three pages.
+    expect(standIn.requests).toHaveLength(5);
+    const [, , first, second] = standIn.requests;
     expect(Object.fromEntries(first?.searchParams ?? [])).toEqual({
       format: "json",
       aggFilters: "results:with",
@@ -393,9 +444,10 @@ describe("ingest from the API v2 (a stand-in on 127.0.0.1)", () => {
       },
     });
     expect(result).toMatchObject({ status: "complete", pagesThisRun: 3 });
-    expect(standIn.requests).toHaveLength(4);
-    // Before pages 2 and 3 the pace wait (just under a second each), the retry back-off, then the retry's pace wait.
-    expect(waits).toHaveLength(4);
+    expect(standIn.requests).toHaveLength(6);
+    // Between the two count requests, before pages 1, 2 and 3 the pace wait (just under a second
+    // each), the retry back-off, then the retry's pace wait.
+    expect(waits).toHaveLength(6);
     expect(waits).toContain(5000);
     for (const wait of waits.filter((ms) => ms !== 5000)) {
       expect(wait).toBeGreaterThan(500);
@@ -415,6 +467,7 @@ describe("ingest from the API v2 (a stand-in on 127.0.0.1)", () => {
       }),
     ).rejects.toThrow(/answered 400/);
     expect(standIn.requests).toHaveLength(1);
+    expect(standIn.requests[0]?.searchParams.get("fields")).toBe("NCTId");
     expect(waits).toEqual([]);
   });
 
@@ -459,16 +512,216 @@ describe("ingest from the API v2 (a stand-in on 127.0.0.1)", () => {
       },
     );
     const lines = stderr.trim().split("\n");
-    expect(lines).toHaveLength(4);
+    expect(lines).toHaveLength(8);
     expect(lines[0]).toMatch(
+      /is not the ClinicalTrials.gov registry; .* refused \(pass --allow-other-source/,
+    );
+    expect(lines.slice(1, 4)).toEqual([
+      `studies with results on ${standIn.url}, by selection rule:`,
+      "  start-date (studies with results started on or after 2020-01-01): 5",
+      "  results-first-posted (studies with results first posted on or after 2020-01-01): 5",
+    ]);
+    expect(lines[4]).toMatch(
       /page 1: 2\/5 \(40\.0%\) studies, \d+ endpoints, \d+ measurements, \d+ analyses, ETA/,
     );
-    expect(lines[2]).toMatch(
+    expect(lines[6]).toMatch(
       /^\[#{24}\] page 3: 5\/5 \(100\.0%\) studies, 63 endpoints, 230 measurements, 41 analyses, done$/,
     );
-    expect(lines[3]).toMatch(
-      /^complete: 5 studies, 63 endpoints, 230 measurements, 41 analyses \(snapshot \d{4}-\d{2}-\d{2}\)/,
+    expect(lines[7]).toMatch(
+      /^complete: 5 studies, 63 endpoints, 230 measurements, 41 analyses \(snapshot \d{4}-\d{2}-\d{2}, rule start-date\)/,
     );
     expect(dump(file).meta.kind).toBe("full");
+  });
+});
+
+describe("the selection rule, provenance and skipped records (issue 23)", () => {
+  const standIn = new StandIn();
+  const clock = () => new Date("2026-03-04T05:06:07Z");
+  beforeAll(async () => {
+    await standIn.start();
+    standIn.honourFilters = true;
+  });
+  afterAll(() => standIn.stop());
+  afterEach(() => {
+    standIn.requests.length = 0;
+  });
+
+  const ingestInto = async (file: string, options: Partial<Parameters<typeof ingestFromApi>[1]> = {}) => {
+    const db = openForWriting(file);
+    try {
+      return await ingestFromApi(db, {
+        apiUrl: standIn.url,
+        pageSize: 2,
+        intervalMs: 0,
+        retries: 0,
+        now: clock,
+        sleep: async () => {},
+        ...options,
+      });
+    } finally {
+      closeAfterWriting(db);
+    }
+  };
+
+  it("asks the API for each rule's count first, records them, and ingests by the chosen rule", async () => {
+    const file = tempFile();
+    const result = await ingestInto(file, { rule: "results-first-posted" });
+    // The recorded records: none started in 2020 or later; four had results first posted since.
+    expect(result.ruleCounts).toEqual({ "start-date": 0, "results-first-posted": 4 });
+    const [countStart, countPosted, firstPage] = standIn.requests;
+    expect(Object.fromEntries(countStart?.searchParams ?? [])).toEqual({
+      format: "json",
+      aggFilters: "results:with",
+      "filter.advanced": "AREA[StartDate]RANGE[2020-01-01,MAX]",
+      fields: "NCTId",
+      pageSize: "1",
+      countTotal: "true",
+    });
+    expect(countPosted?.searchParams.get("filter.advanced")).toBe(
+      "AREA[ResultsFirstPostDate]RANGE[2020-01-01,MAX]",
+    );
+    expect(firstPage?.searchParams.get("filter.advanced")).toBe(
+      "AREA[ResultsFirstPostDate]RANGE[2020-01-01,MAX]",
+    );
+    const { meta, studies } = dump(file);
+    expect(studies.map((row) => (row as { nct_id: string }).nct_id)).toEqual([
+      "NCT02210780",
+      "NCT02552212",
+      "NCT03064438",
+      "NCT05594173",
+    ]);
+    expect(meta).toMatchObject({
+      kind: "full",
+      studies: "4",
+      selection_rule: "results-first-posted",
+      rule_counts: JSON.stringify({ "start-date": 0, "results-first-posted": 4 }),
+      source_url: standIn.url,
+      source_is_registry: "no",
+      other_source_allowed: "no",
+      skipped_records: "0",
+    });
+    expect(meta.source).toBe(
+      `an API v2 stand-in, not the ClinicalTrials.gov registry: ${standIn.url} (studies with results first posted on or after 2020-01-01)`,
+    );
+    // What the service then says it holds.
+    const index = new TrialsIndex(new Database(file, { readonly: true }));
+    expect(index.dataset).toMatchObject({
+      kind: "full",
+      registry: false,
+      sourceUrl: standIn.url,
+      selectionRule: "results-first-posted",
+      ruleCounts: { "start-date": 0, "results-first-posted": 4 },
+    });
+    const selected = rawStudies.filter(
+      (study) => study.protocolSection.identificationModule.nctId !== "NCT00763412",
+    );
+    const sum = (field: "endpoints" | "measurements" | "analyses") =>
+      selected.reduce((n, study) => n + rawCounts(study)[field], 0);
+    expect(index.dataset.description).toBe(
+      `4 studies with results first posted on or after 2020-01-01 (${sum("endpoints")} endpoints, ${sum("measurements")} measurements, ${sum("analyses")} analyses), a complete ingest of ${standIn.url} (not the ClinicalTrials.gov registry) as of 2026-03-04`,
+    );
+  });
+
+  it("the default rule (start date) on the recorded records selects none of them", async () => {
+    const file = tempFile();
+    const result = await ingestInto(file);
+    expect(result.ruleCounts).toEqual({ "start-date": 0, "results-first-posted": 4 });
+    expect(dump(file).meta).toMatchObject({ kind: "full", studies: "0", selection_rule: "start-date" });
+  });
+
+  it("only https://clinicaltrials.gov is the registry", () => {
+    expect(isRegistryUrl("https://clinicaltrials.gov/api/v2/studies")).toBe(true);
+    expect(isRegistryUrl("https://www.ClinicalTrials.gov/api/v2/studies")).toBe(true);
+    expect(isRegistryUrl("http://clinicaltrials.gov/api/v2/studies")).toBe(false);
+    expect(isRegistryUrl("https://clinicaltrials.gov.example/api/v2/studies")).toBe(false);
+    expect(isRegistryUrl(standIn.url)).toBe(false);
+  });
+
+  it("a folder with one record without an NCT number loads the rest and reports it; nct01234567 is read as NCT01234567", () => {
+    const dir = path.dirname(tempFile());
+    const [first, second, third] = rawStudies;
+    const lower = structuredClone(third);
+    lower.protocolSection.identificationModule.nctId =
+      lower.protocolSection.identificationModule.nctId.toLowerCase();
+    const noNumber = structuredClone(second);
+    delete noNumber.protocolSection.identificationModule.nctId;
+    fs.writeFileSync(path.join(dir, "page-1.json"), JSON.stringify({ studies: [first, noNumber] }));
+    fs.writeFileSync(path.join(dir, "single.json"), JSON.stringify(lower));
+    fs.writeFileSync(
+      path.join(dir, "zz-bad.json"),
+      JSON.stringify({ protocolSection: { identificationModule: { nctId: "12345" } } }),
+    );
+    const db = openForWriting(path.join(dir, "db.sqlite"));
+    try {
+      const result = ingestFromDirectory(db, dir);
+      expect(result).toMatchObject({ files: 3, written: 2 });
+      expect(result.skipped).toEqual([
+        {
+          where: "page-1.json /studies/1",
+          reason: "protocolSection.identificationModule.nctId is null, not an NCT number",
+        },
+        {
+          where: "zz-bad.json",
+          reason: 'protocolSection.identificationModule.nctId is "12345", not an NCT number',
+        },
+      ]);
+      expect(db.prepare("SELECT nct_id FROM studies ORDER BY nct_id").all()).toEqual([
+        { nct_id: first.protocolSection.identificationModule.nctId },
+        { nct_id: third.protocolSection.identificationModule.nctId },
+      ]);
+      expect(metaOf(db).skipped_records).toBe("2");
+    } finally {
+      closeAfterWriting(db);
+    }
+  });
+
+  it("an API page with a record without an NCT number: the rest is stored, the record reported", async () => {
+    const file = tempFile();
+    const broken = structuredClone(rawStudies[1]);
+    broken.protocolSection.identificationModule.nctId = "";
+    let served = false;
+    const fakeFetch = (async (input: URL | RequestInfo) => {
+      const url = new URL(String(input));
+      if (url.searchParams.get("fields") === "NCTId") return Response.json({ studies: [], totalCount: 3 });
+      served = true;
+      return Response.json({ studies: [rawStudies[0], broken, rawStudies[2]], totalCount: 3 });
+    }) as typeof fetch;
+    const result = await ingestInto(file, {
+      fetch: fakeFetch,
+      apiUrl: "https://clinicaltrials.gov/api/v2/studies",
+    });
+    expect(served).toBe(true);
+    expect(result.skipped).toEqual([
+      {
+        where: "page 1 /studies/1",
+        reason: 'protocolSection.identificationModule.nctId is "", not an NCT number',
+      },
+    ]);
+    expect(dump(file).meta).toMatchObject({ studies: "2", skipped_records: "1", source_is_registry: "yes" });
+  });
+});
+
+describe("the database's schema version (rebuild rule)", () => {
+  it("a database of the first layout is refused for reading, and emptied to be rebuilt by an ingest", () => {
+    const file = tempFile();
+    const db = openForWriting(file);
+    ingestFromDirectory(db, SAMPLE_DIR);
+    db.pragma("user_version = 0");
+    closeAfterWriting(db);
+    expect(() => openForReading(file)).toThrow(StaleDatabaseError);
+    expect(() => openForReading(file)).toThrow(
+      /older version of the ingest \(schema 0, this service reads 2\)/,
+    );
+    const rebuilt: number[] = [];
+    const again = openForWriting(file, { onRebuild: (version) => rebuilt.push(version) });
+    try {
+      expect(rebuilt).toEqual([0]);
+      expect(again.prepare("SELECT count(*) AS n FROM studies").get()).toEqual({ n: 0 });
+      expect(again.pragma("user_version", { simple: true })).toBe(2);
+      ingestFromDirectory(again, SAMPLE_DIR);
+    } finally {
+      closeAfterWriting(again);
+    }
+    openForReading(file).close();
   });
 });

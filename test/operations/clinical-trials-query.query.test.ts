@@ -16,6 +16,7 @@ import { SAMPLE_DIR } from "../../src/operations/clinical-trials-query/sample.ts
 import {
   type ClinicalTrialsQueryOutput,
   ClinicalTrialsQueryRequest,
+  ClinicalTrialsQueryResponse,
 } from "../../src/operations/clinical-trials-query/schema.ts";
 import { sortableDate } from "../../src/operations/clinical-trials-query/summary.ts";
 import { syntheticStudies } from "../../src/operations/clinical-trials-query/synthetic.ts";
@@ -84,6 +85,13 @@ describe("clinical-trials-query filters (the five sample records)", () => {
       measurements: 230,
       analyses: 41,
       source: "folder of ClinicalTrials.gov API v2 study records (clinical-trials-sample)",
+      sourceUrl: null,
+      registry: false,
+      selectionRule: null,
+      ruleCounts: null,
+      skippedRecords: 0,
+      description:
+        "a sample of 5 studies (63 endpoints, 230 measurements, 41 analyses; a sample loaded from a folder of study records, not the full index), as of 2022-11-21",
     });
   });
 
@@ -104,6 +112,42 @@ describe("clinical-trials-query filters (the five sample records)", () => {
     // "Lung function" is a keyword of NCT00763412, not a condition.
     expect(ids(query({ condition: "lung function" }))).toEqual(["NCT00763412"]);
     expect(ids(query({ condition: "spondyloarthritis" }))).toEqual(["NCT02552212"]);
+  });
+
+  it("condition and intervention phrases stay within one condition or one name (issue 23)", () => {
+    // NCT02552212's conditions: "Axial Spondyloarthritis", "Nonradiographic Axial Spondyloarthritis", "Nr-axSpA".
+    expect(ids(query({ condition: "nonradiographic axial spondyloarthritis" }))).toEqual(["NCT02552212"]);
+    expect(ids(query({ condition: "spondyloarthritis nonradiographic" }))).toEqual([]);
+    expect(ids(query({ condition: "spondyloarthritis nr axspa" }))).toEqual([]);
+    expect(ids(query({ condition: "nr axspa" }))).toEqual(["NCT02552212"]);
+    // Its interventions: "Certolizumab Pegol", then "Placebo".
+    expect(ids(query({ intervention: "certolizumab pegol" }))).toEqual(["NCT02552212"]);
+    expect(ids(query({ intervention: "pegol placebo" }))).toEqual([]);
+    // Free text still finds every word anywhere.
+    expect(ids(query({ query: "spondyloarthritis nonradiographic" }))).toEqual(["NCT02552212"]);
+  });
+
+  it("nctId in any case; secondary outcomes only on request, with N per group (issue 23)", () => {
+    const output = query({ nctId: "nct03064438" });
+    expect(ids(output)).toEqual(["NCT03064438"]);
+    const [item] = output.items;
+    expect(item?.secondaryOutcomes).toBeUndefined();
+    expect(item?.otherOutcomes).toBeUndefined();
+    expect(item?.primaryOutcomes[0]?.denominators.map((d) => d.n)).toEqual([26, 11]);
+    expect(item?.primaryOutcomes[0]?.analyses[0]).toMatchObject({
+      dispersionType: "STANDARD_ERROR_OF_MEAN",
+      dispersionValue: "1.95",
+      ciNumSides: "TWO_SIDED",
+    });
+    const [full] = query({ nctId: "NCT03064438", includeSecondary: true }).items;
+    expect(full?.secondaryOutcomes).toHaveLength(7);
+    expect(full?.otherOutcomes).toHaveLength(2);
+    expect(full?.secondaryOutcomes?.[0]?.denominators.map((d) => d.n)).toEqual([27, 13]);
+    // The answer is what the response schema says it is.
+    expect(ClinicalTrialsQueryResponse.safeParse(query({ includeSecondary: true, limit: 50 })).success).toBe(
+      true,
+    );
+    expect(ClinicalTrialsQueryResponse.safeParse(query({ limit: 50 })).success).toBe(true);
   });
 
   it("intervention: names and other names", () => {
@@ -221,6 +265,8 @@ describe("the request schema", () => {
     expect(errors({ limit: 51 })?.[0]?.path).toBe("limit");
     expect(errors({ startedAfter: "2020-13-01" })?.[0]?.path).toBe("startedAfter");
     expect(errors({ nctId: "NCT123" })?.[0]?.path).toBe("nctId");
+    expect(errors({ nctId: "nct0123456x" })?.[0]?.path).toBe("nctId");
+    expect(errors({ includeSecondary: "yes" })?.[0]?.path).toBe("includeSecondary");
     expect(errors({ extra: 1 })?.[0]?.message).toMatch(/extra/);
   });
 });

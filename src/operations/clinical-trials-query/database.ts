@@ -9,6 +9,24 @@ import { type StudyRecord, searchText, sortableDate, summarizeStudy, type TrialS
 
 export type TrialsDatabase = Database.Database;
 
+/**
+ * The layout and the summary JSON's shape, in `PRAGMA user_version`. 0 (unset): the first layout,
+ * whose summaries lack denominators, secondary outcomes and the analysis fields. The summaries are
+ * derived from records the database does not keep, so an older database cannot be migrated in
+ * place: it is rebuilt from its source (see {@link openForWriting} and docs/clinical-trials.md).
+ */
+export const SCHEMA_VERSION = 2;
+
+const TABLES = [
+  "meta",
+  "studies",
+  "study_summaries",
+  "study_more_outcomes",
+  "study_phases",
+  "studies_fts",
+  "ingest_state",
+] as const;
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS studies (
@@ -25,12 +43,20 @@ CREATE TABLE IF NOT EXISTS studies (
   endpoints INTEGER NOT NULL,
   measurements INTEGER NOT NULL,
   analyses INTEGER NOT NULL,
-  last_update_posted TEXT
+  last_update_posted TEXT,
+  results_first_posted TEXT
 );
 -- Kept apart so that the filters scan narrow rows: a summary is kilobytes of JSON.
 CREATE TABLE IF NOT EXISTS study_summaries (
   study_id INTEGER PRIMARY KEY REFERENCES studies (id) ON DELETE CASCADE,
   summary TEXT NOT NULL
+);
+-- Secondary and other (pre-specified, post-hoc) outcomes, read only when asked for: most queries
+-- parse a page of primary summaries, and these are most of a record's results.
+CREATE TABLE IF NOT EXISTS study_more_outcomes (
+  study_id INTEGER PRIMARY KEY REFERENCES studies (id) ON DELETE CASCADE,
+  secondary TEXT NOT NULL,
+  other TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS studies_by_start ON studies (start_day DESC, nct_id);
 CREATE INDEX IF NOT EXISTS studies_by_completion ON studies (completion_day);
@@ -42,7 +68,7 @@ CREATE TABLE IF NOT EXISTS study_phases (
 ) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS studies_fts USING fts5 (
   title, conditions, interventions, sponsor, outcomes,
-  tokenize = 'porter unicode61 remove_diacritics 2'
+  tokenize = "porter unicode61 remove_diacritics 2 tokenchars '\u241e'"
 );
 CREATE TABLE IF NOT EXISTS ingest_state (
   key TEXT PRIMARY KEY,
@@ -61,13 +87,56 @@ export interface DatasetMeta {
   source: string;
 }
 
-export function openForWriting(file: string): TrialsDatabase {
+/** Provenance kept beside the totals (meta keys source_url, selection_rule, rule_counts, ...). */
+export type ProvenanceMeta = Record<string, string>;
+
+/** The schema version of a database, and whether it holds the tables at all. */
+function layoutOf(db: TrialsDatabase): { version: number; hasTables: boolean } {
+  const version = db.pragma("user_version", { simple: true }) as number;
+  const hasTables =
+    (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'studies'").get() as { n: number }).n >
+    0;
+  return { version, hasTables };
+}
+
+export interface OpenForWritingOptions {
+  /** Called when the file held a database of an older schema version, which is emptied to be rebuilt. */
+  onRebuild?: (fromVersion: number) => void;
+}
+
+/**
+ * Opens (or creates) a database to ingest into. One of an older schema version is emptied first:
+ * its rows cannot gain what the new layout keeps, so the ingest rebuilds it (an API ingest then
+ * starts from the first page).
+ */
+export function openForWriting(file: string, options: OpenForWritingOptions = {}): TrialsDatabase {
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const db = new Database(file);
   db.pragma("journal_mode = WAL");
   db.pragma("foreign_keys = ON");
+  const { version, hasTables } = layoutOf(db);
+  if (hasTables && version !== SCHEMA_VERSION) {
+    options.onRebuild?.(version);
+    db.transaction(() => {
+      for (const table of TABLES) db.exec(`DROP TABLE IF EXISTS ${table}`);
+    })();
+  }
   db.exec(SCHEMA);
+  db.pragma(`user_version = ${SCHEMA_VERSION}`);
   return db;
+}
+
+export class StaleDatabaseError extends Error {
+  constructor(
+    readonly file: string,
+    readonly version: number,
+    readonly meta: Record<string, string>,
+  ) {
+    super(
+      `${file} was built by an older version of the ingest (schema ${version}, this service reads ${SCHEMA_VERSION}): ` +
+        "rebuild it with utility402 ingest clinical-trials --from api (or --from dir PATH)",
+    );
+  }
 }
 
 /** Leaves one self-contained file (no -wal beside it): what ships, and what a read-only opener needs. */
@@ -87,6 +156,12 @@ export function openForReading(file: string): TrialsDatabase {
     db.close();
     throw new Error(`${file} is not a clinical-trials database (run: utility402 ingest clinical-trials)`);
   }
+  const { version } = layoutOf(db);
+  if (version !== SCHEMA_VERSION) {
+    const meta = readMeta(db);
+    db.close();
+    throw new StaleDatabaseError(file, version, meta);
+  }
   return db;
 }
 
@@ -99,6 +174,7 @@ export class StudyWriter {
   private readonly insertText;
   private readonly insertPhase;
   private readonly insertSummary;
+  private readonly insertMoreOutcomes;
 
   constructor(db: TrialsDatabase) {
     this.findRowid = db.prepare<[string], { id: number }>("SELECT id FROM studies WHERE nct_id = ?");
@@ -106,11 +182,14 @@ export class StudyWriter {
     this.deleteText = db.prepare("DELETE FROM studies_fts WHERE rowid = ?");
     this.insertStudy = db.prepare(
       `INSERT INTO studies (nct_id, title, sponsor, phases, enrollment, start_date, start_day, completion_date,
-         completion_day, endpoints, measurements, analyses, last_update_posted)
+         completion_day, endpoints, measurements, analyses, last_update_posted, results_first_posted)
        VALUES (@nctId, @title, @sponsor, @phases, @enrollment, @startDate, @startDay, @completionDate,
-         @completionDay, @endpoints, @measurements, @analyses, @lastUpdatePosted)`,
+         @completionDay, @endpoints, @measurements, @analyses, @lastUpdatePosted, @resultsFirstPosted)`,
     );
     this.insertSummary = db.prepare("INSERT INTO study_summaries (study_id, summary) VALUES (?, ?)");
+    this.insertMoreOutcomes = db.prepare(
+      "INSERT INTO study_more_outcomes (study_id, secondary, other) VALUES (?, ?, ?)",
+    );
     this.insertText = db.prepare(
       "INSERT INTO studies_fts (rowid, title, conditions, interventions, sponsor, outcomes) VALUES (?, ?, ?, ?, ?, ?)",
     );
@@ -140,8 +219,15 @@ export class StudyWriter {
       measurements: summary.counts.measurements,
       analyses: summary.counts.analyses,
       lastUpdatePosted: study.protocolSection?.statusModule?.lastUpdatePostDateStruct?.date ?? null,
+      resultsFirstPosted: summary.resultsFirstPosted,
     });
-    this.insertSummary.run(lastInsertRowid, JSON.stringify(summary));
+    const { secondaryOutcomes, otherOutcomes, ...primary } = summary;
+    this.insertSummary.run(lastInsertRowid, JSON.stringify(primary));
+    this.insertMoreOutcomes.run(
+      lastInsertRowid,
+      JSON.stringify(secondaryOutcomes),
+      JSON.stringify(otherOutcomes),
+    );
     const words = searchText(study, summary);
     this.insertText.run(
       lastInsertRowid,
@@ -183,6 +269,7 @@ export function readMeta(db: TrialsDatabase): Record<string, string> {
 export function writeMeta(
   db: TrialsDatabase,
   fields: { kind: DatasetMeta["kind"]; snapshotDate: string; source: string },
+  provenance: ProvenanceMeta = {},
 ): DatasetMeta {
   const totals = countTotals(db);
   const meta: DatasetMeta = { ...fields, ...totals };
@@ -197,6 +284,7 @@ export function writeMeta(
     upsert.run("measurements", String(meta.measurements));
     upsert.run("analyses", String(meta.analyses));
     upsert.run("source", meta.source);
+    for (const [key, value] of Object.entries(provenance)) upsert.run(key, value);
   })();
   return meta;
 }

@@ -7,14 +7,62 @@ import path from "node:path";
 import {
   type DatasetMeta,
   latestUpdatePosted,
+  type ProvenanceMeta,
   StudyWriter,
   type TrialsDatabase,
   writeMeta,
 } from "./database.ts";
-import type { StudyRecord } from "./summary.ts";
+import { normalizeNctId, type StudyRecord } from "./summary.ts";
 
-/** The service's subject: studies with posted results that started on or after this day. */
+/** The service's subject: studies with posted results from this day on (by the selection rule's date). */
 export const STARTED_ON_OR_AFTER = "2020-01-01";
+export const SELECTION_FROM = STARTED_ON_OR_AFTER;
+
+/**
+ * Which studies with results a full ingest asks the registry for: those that started on or after
+ * 2020-01-01 (`start-date`, the default), or those whose results were first posted on or after it
+ * (`results-first-posted`). docs/clinical-trials.md says which matches the published figures.
+ */
+export const SELECTION_RULES = {
+  "start-date": {
+    filter: `AREA[StartDate]RANGE[${SELECTION_FROM},MAX]`,
+    column: "start_day",
+    describe: `started on or after ${SELECTION_FROM}`,
+  },
+  "results-first-posted": {
+    filter: `AREA[ResultsFirstPostDate]RANGE[${SELECTION_FROM},MAX]`,
+    column: "results_first_posted",
+    describe: `first posted on or after ${SELECTION_FROM}`,
+  },
+} as const;
+export type SelectionRule = keyof typeof SELECTION_RULES;
+export const DEFAULT_SELECTION_RULE: SelectionRule = "start-date";
+export const isSelectionRule = (value: string): value is SelectionRule =>
+  Object.hasOwn(SELECTION_RULES, value);
+
+/** The registry itself (https, clinicaltrials.gov): the only source a full snapshot is sold from by default. */
+export function isRegistryUrl(apiUrl: string): boolean {
+  try {
+    const url = new URL(apiUrl);
+    return url.protocol === "https:" && /^(www\.)?clinicaltrials\.gov$/i.test(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** A record the ingest could not store (no NCT number): skipped, and reported by where it was. */
+export interface SkippedRecord {
+  where: string;
+  reason: string;
+}
+
+function withoutNctId(study: unknown): string | null {
+  if (!study || typeof study !== "object") return "not a JSON object";
+  const nctId = (study as StudyRecord).protocolSection?.identificationModule?.nctId;
+  return normalizeNctId(nctId)
+    ? null
+    : `protocolSection.identificationModule.nctId is ${JSON.stringify(nctId ?? null)}, not an NCT number`;
+}
 export const DEFAULT_PAGE_SIZE = 1000;
 /** About one request a second, as the registry asks of bulk clients. */
 export const DEFAULT_REQUEST_INTERVAL_MS = 1000;
@@ -27,6 +75,8 @@ export interface DirectoryIngestResult {
   files: number;
   written: number;
   skippedWithoutResults: number;
+  /** Records without an NCT number: skipped, the rest of the folder is loaded. */
+  skipped: SkippedRecord[];
   meta: DatasetMeta;
 }
 
@@ -47,14 +97,20 @@ export function ingestFromDirectory(
   const writer = new StudyWriter(db);
   let written = 0;
   let skippedWithoutResults = 0;
+  const skipped: SkippedRecord[] = [];
   db.transaction(() => {
     for (const file of files) {
       const parsed = JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")) as
         | StudyRecord
         | { studies: StudyRecord[] };
-      const studies =
-        "studies" in parsed && Array.isArray(parsed.studies) ? parsed.studies : [parsed as StudyRecord];
-      for (const study of studies) {
+      const page = parsed !== null && typeof parsed === "object" && "studies" in parsed;
+      const studies = page && Array.isArray(parsed.studies) ? parsed.studies : [parsed as StudyRecord];
+      for (const [index, study] of studies.entries()) {
+        const problem = withoutNctId(study);
+        if (problem) {
+          skipped.push({ where: page ? `${file} /studies/${index}` : file, reason: problem });
+          continue;
+        }
         if (!hasResults(study)) {
           skippedWithoutResults++;
           continue;
@@ -66,12 +122,23 @@ export function ingestFromDirectory(
     // The records are now mixed with whatever an unfinished API run left: that run can no longer complete as "full".
     db.prepare("DELETE FROM ingest_state").run();
   })();
-  const meta = writeMeta(db, {
-    kind: "sample",
-    snapshotDate: latestUpdatePosted(db) ?? isoDay((options.now ?? (() => new Date()))()),
-    source: `folder of ClinicalTrials.gov API v2 study records (${path.basename(path.resolve(dir))})`,
-  });
-  return { files: files.length, written, skippedWithoutResults, meta };
+  const meta = writeMeta(
+    db,
+    {
+      kind: "sample",
+      snapshotDate: latestUpdatePosted(db) ?? isoDay((options.now ?? (() => new Date()))()),
+      source: `folder of ClinicalTrials.gov API v2 study records (${path.basename(path.resolve(dir))})`,
+    },
+    {
+      source_url: "",
+      source_is_registry: "no",
+      other_source_allowed: "no",
+      selection_rule: "",
+      rule_counts: "",
+      skipped_records: String(skipped.length),
+    },
+  );
+  return { files: files.length, written, skippedWithoutResults, skipped, meta };
 }
 
 export interface ApiIngestProgress {
@@ -88,6 +155,13 @@ export interface ApiIngestProgress {
 
 export interface ApiIngestOptions {
   apiUrl: string;
+  /** Which studies to ask for (default start-date); a resumed run keeps the rule it started with. */
+  rule?: SelectionRule;
+  /**
+   * The operator's explicit word that a complete ingest from an `apiUrl` other than the registry
+   * may be sold as the clinical snapshot product (recorded in meta; without it the product refuses).
+   */
+  allowOtherSource?: boolean;
   pageSize?: number;
   /** Least time between the starts of two requests. */
   intervalMs?: number;
@@ -100,6 +174,8 @@ export interface ApiIngestOptions {
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
   onProgress?: (progress: ApiIngestProgress) => void;
+  /** Each selection rule's count, when a fresh run has asked the API for them. */
+  onRuleCounts?: (counts: RuleCounts) => void;
 }
 
 export interface ApiIngestResult {
@@ -107,7 +183,13 @@ export interface ApiIngestResult {
   pagesThisRun: number;
   resumed: boolean;
   meta: DatasetMeta | null;
+  /** Each selection rule's count, asked of the API when the run started. */
+  ruleCounts: RuleCounts | null;
+  skipped: SkippedRecord[];
 }
+
+/** How many studies with results each selection rule names, as the API counted them (null: no count given). */
+export type RuleCounts = Record<SelectionRule, number | null>;
 
 interface RunState {
   source: string;
@@ -117,6 +199,9 @@ interface RunState {
   pages: number;
   studiesReceived: number;
   totalCount: number | null;
+  rule?: SelectionRule;
+  ruleCounts?: RuleCounts | null;
+  skipped?: SkippedRecord[];
 }
 
 const STATE_KEY = "api";
@@ -145,16 +230,66 @@ export class UpstreamError extends Error {
   }
 }
 
-/** The request for one page: studies with results, started on or after 2020-01-01. */
-export function pageUrl(apiUrl: string, pageSize: number, pageToken: string | null): URL {
+/** The request for one page: studies with results, selected by the rule (default: started on or after 2020-01-01). */
+export function pageUrl(
+  apiUrl: string,
+  pageSize: number,
+  pageToken: string | null,
+  rule: SelectionRule = DEFAULT_SELECTION_RULE,
+): URL {
   const url = new URL(apiUrl);
   url.searchParams.set("format", "json");
   url.searchParams.set("aggFilters", "results:with");
-  url.searchParams.set("filter.advanced", `AREA[StartDate]RANGE[${STARTED_ON_OR_AFTER},MAX]`);
+  url.searchParams.set("filter.advanced", SELECTION_RULES[rule].filter);
   url.searchParams.set("pageSize", String(pageSize));
   if (pageToken) url.searchParams.set("pageToken", pageToken);
   else url.searchParams.set("countTotal", "true");
   return url;
+}
+
+/** The request that only counts a rule's studies: one NCT number on the page, and the total. */
+export function countUrl(apiUrl: string, rule: SelectionRule): URL {
+  const url = new URL(apiUrl);
+  url.searchParams.set("format", "json");
+  url.searchParams.set("aggFilters", "results:with");
+  url.searchParams.set("filter.advanced", SELECTION_RULES[rule].filter);
+  url.searchParams.set("fields", "NCTId");
+  url.searchParams.set("pageSize", "1");
+  url.searchParams.set("countTotal", "true");
+  return url;
+}
+
+/**
+ * Asks the API how many studies with results each selection rule names (`countTotal`), so an
+ * ingest records which rule gives which figure on the day it ran.
+ */
+export async function countSelectionRules(
+  options: Pick<ApiIngestOptions, "apiUrl" | "fetch" | "retries" | "retryDelayMs" | "sleep" | "intervalMs">,
+): Promise<RuleCounts> {
+  const fetchPage = options.fetch ?? fetch;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const counts = {} as RuleCounts;
+  for (const [index, rule] of (Object.keys(SELECTION_RULES) as SelectionRule[]).entries()) {
+    // Paced like the pages: one request per interval.
+    if (index > 0) await sleep(options.intervalMs ?? DEFAULT_REQUEST_INTERVAL_MS);
+    const page = await withRetries(options.retries ?? 3, options.retryDelayMs ?? 5000, sleep, () =>
+      getPage(fetchPage, countUrl(options.apiUrl, rule)),
+    );
+    counts[rule] = typeof page.totalCount === "number" ? page.totalCount : null;
+  }
+  return counts;
+}
+
+/** Where an API ingest came from, as meta records it (the product and the service's descriptions read it). */
+function apiProvenance(options: ApiIngestOptions, run: RunState): ProvenanceMeta {
+  return {
+    source_url: options.apiUrl,
+    source_is_registry: isRegistryUrl(options.apiUrl) ? "yes" : "no",
+    other_source_allowed: options.allowOtherSource ? "yes" : "no",
+    selection_rule: run.rule ?? DEFAULT_SELECTION_RULE,
+    rule_counts: run.ruleCounts ? JSON.stringify(run.ruleCounts) : "",
+    skipped_records: String(run.skipped?.length ?? 0),
+  };
 }
 
 /**
@@ -170,19 +305,42 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
   const now = options.now ?? (() => new Date());
   const fetchPage = options.fetch ?? fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const source = `ClinicalTrials.gov API v2 ${options.apiUrl} (studies with results started on or after ${STARTED_ON_OR_AFTER})`;
+  const rule = options.rule ?? DEFAULT_SELECTION_RULE;
+  const registry = isRegistryUrl(options.apiUrl);
+  const source =
+    `${registry ? "ClinicalTrials.gov API v2" : "an API v2 stand-in, not the ClinicalTrials.gov registry:"} ` +
+    `${options.apiUrl} (studies with results ${SELECTION_RULES[rule].describe})`;
 
   let state = readState(db);
+  let countedAt = Number.NEGATIVE_INFINITY;
   if (state && !options.restart && state.source !== source) {
     throw new Error(
       `the database holds an unfinished ingest from another source (${state.source}); pass --restart to start over`,
     );
   }
   if (state?.status === "complete" && !options.restart) {
-    return { status: "already-complete", pagesThisRun: 0, resumed: false, meta: null };
+    return {
+      status: "already-complete",
+      pagesThisRun: 0,
+      resumed: false,
+      meta: null,
+      ruleCounts: state.ruleCounts ?? null,
+      skipped: state.skipped ?? [],
+    };
   }
   const resumed = state !== null && !options.restart;
   if (!state || options.restart) {
+    // Each rule's count from the API on the day the run starts: the figure each rule gives.
+    const ruleCounts = await countSelectionRules({
+      ...options,
+      sleep,
+      fetch: fetchPage,
+      retries,
+      retryDelayMs,
+      intervalMs,
+    });
+    countedAt = Date.now();
+    options.onRuleCounts?.(ruleCounts);
     // A full snapshot holds only what this run fetches: earlier rows (a sample, an older run) go.
     db.transaction(() => {
       db.prepare("DELETE FROM studies_fts").run();
@@ -195,6 +353,9 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
         pages: 0,
         studiesReceived: 0,
         totalCount: null,
+        rule,
+        ruleCounts,
+        skipped: [],
       };
       saveState(db, state);
     })();
@@ -205,7 +366,7 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
   const runStart = Date.now();
   const receivedAtRunStart = run.studiesReceived;
   let pagesThisRun = 0;
-  let lastRequestAt = Number.NEGATIVE_INFINITY;
+  let lastRequestAt = countedAt;
 
   const paced = async <T>(request: () => Promise<T>) => {
     const wait = lastRequestAt + intervalMs - Date.now();
@@ -215,11 +376,17 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
   };
 
   for (;;) {
-    const url = pageUrl(options.apiUrl, pageSize, run.nextPageToken);
+    const url = pageUrl(options.apiUrl, pageSize, run.nextPageToken, run.rule ?? DEFAULT_SELECTION_RULE);
     const page = await withRetries(retries, retryDelayMs, sleep, () => paced(() => getPage(fetchPage, url)));
-    const studies = page.studies.filter(hasResults);
+    const skippedHere: SkippedRecord[] = [];
+    const studies = page.studies.filter((study, index) => {
+      const problem = withoutNctId(study);
+      if (problem) skippedHere.push({ where: `page ${run.pages + 1} /studies/${index}`, reason: problem });
+      return !problem && hasResults(study);
+    });
     const next: RunState = {
       ...run,
+      skipped: [...(run.skipped ?? []), ...skippedHere],
       pages: run.pages + 1,
       studiesReceived: run.studiesReceived + page.studies.length,
       totalCount: page.totalCount ?? run.totalCount,
@@ -232,11 +399,15 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
     })();
     run = next;
     pagesThisRun++;
-    const meta = writeMeta(db, {
-      kind: run.status === "complete" ? "full" : "sample",
-      snapshotDate,
-      source: run.status === "complete" ? source : `${source}; unfinished: ${run.pages} pages so far`,
-    });
+    const meta = writeMeta(
+      db,
+      {
+        kind: run.status === "complete" ? "full" : "sample",
+        snapshotDate,
+        source: run.status === "complete" ? source : `${source}; unfinished: ${run.pages} pages so far`,
+      },
+      apiProvenance(options, run),
+    );
     if (options.onProgress) {
       const receivedThisRun = run.studiesReceived - receivedAtRunStart;
       const elapsed = Date.now() - runStart;
@@ -256,7 +427,16 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
         resumed,
       });
     }
-    if (run.status === "complete") return { status: "complete", pagesThisRun, resumed, meta };
+    if (run.status === "complete") {
+      return {
+        status: "complete",
+        pagesThisRun,
+        resumed,
+        meta,
+        ruleCounts: run.ruleCounts ?? null,
+        skipped: run.skipped ?? [],
+      };
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import { type Cursor, cursorFingerprint, decodeCursor, encodeCursor, searchTerms } from "./cursor.ts";
-import { countTotals, readMeta, type TrialsDatabase } from "./database.ts";
+import type { TrialsDatabase } from "./database.ts";
+import { readDataset } from "./dataset.ts";
 import type { ClinicalTrialsQueryInput, ClinicalTrialsQueryOutput, Dataset } from "./schema.ts";
 import type { TrialSummary } from "./summary.ts";
 
@@ -33,15 +34,7 @@ export class TrialsIndex {
   private readonly statements = new Map<string, Statement>();
 
   constructor(private readonly db: TrialsDatabase) {
-    const meta = readMeta(db);
-    const kind = meta.kind === "full" ? "full" : "sample";
-    this.dataset = {
-      kind,
-      sample: kind !== "full",
-      snapshotDate: meta.snapshot_date ?? "1970-01-01",
-      ...countTotals(db),
-      source: meta.source ?? "unknown",
-    };
+    this.dataset = readDataset(db);
   }
 
   private statement(sql: string): Statement {
@@ -128,15 +121,24 @@ export class TrialsIndex {
     const total = countInPage ? (rows[0]?.total ?? 0) : this.count(ranked, from, where, fromParams, params);
 
     const page = rows.slice(0, input.limit);
+    // A summary holds the primary outcomes; the secondary and other ones are read only when asked for.
     const summaryOf = this.statement("SELECT summary FROM study_summaries WHERE study_id = ?");
+    const moreOf = this.statement("SELECT secondary, other FROM study_more_outcomes WHERE study_id = ?");
     const last = page.at(-1);
     return {
       count: page.length,
       total,
       // Fetched for the page only: a sort over the matches carries narrow rows, not kilobytes of JSON each.
-      items: page.map(
-        (row) => JSON.parse((summaryOf.get(row.id) as { summary: string }).summary) as TrialSummary,
-      ),
+      items: page.map((row) => {
+        const summary = JSON.parse((summaryOf.get(row.id) as { summary: string }).summary) as TrialSummary;
+        if (!input.includeSecondary) return summary;
+        const more = moreOf.get(row.id) as { secondary: string; other: string } | undefined;
+        return {
+          ...summary,
+          secondaryOutcomes: more ? (JSON.parse(more.secondary) as TrialSummary["secondaryOutcomes"]) : [],
+          otherOutcomes: more ? (JSON.parse(more.other) as TrialSummary["otherOutcomes"]) : [],
+        };
+      }),
       nextCursor:
         rows.length > input.limit && last
           ? encodeCursor({ filters: cursorFingerprint(input), key: last.key, nctId: last.nct_id })

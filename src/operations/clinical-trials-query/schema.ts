@@ -34,8 +34,10 @@ export const ClinicalTrialsQueryRequest = z
     }),
     nctId: z
       .string()
-      .regex(/^NCT\d{8}$/, "must be an NCT number such as NCT01234567")
-      .optional(),
+      .regex(/^[Nn][Cc][Tt]\d{8}$/, "must be an NCT number such as NCT01234567")
+      .transform((value) => value.toUpperCase())
+      .optional()
+      .meta({ description: "An NCT number, any case (nct01234567 is read as NCT01234567)." }),
     condition: searchText("condition")
       .optional()
       .meta({ description: "Words of a condition or keyword, as a phrase." }),
@@ -70,6 +72,10 @@ export const ClinicalTrialsQueryRequest = z
       description: "Completion date on or before this day (a month-only date counts as its first day).",
     }),
     minEnrollment: z.int().min(0).optional(),
+    includeSecondary: z.boolean().default(false).meta({
+      description:
+        "Also return each study's secondary outcomes (`secondaryOutcomes`) and other pre-specified or post-hoc ones (`otherOutcomes`), in full.",
+    }),
     limit: z.int().min(1).max(50).default(10),
     cursor: z
       .string()
@@ -101,6 +107,82 @@ export type ClinicalTrialsQueryInput = z.output<typeof ClinicalTrialsQueryReques
 
 const nullableText = z.string().nullable();
 
+const DenominatorSchema = z
+  .strictObject({
+    groupId: nullableText,
+    units: nullableText.meta({ description: 'What was counted, e.g. "Participants", "Eyes".' }),
+    value: nullableText.meta({ description: "As the registry states it." }),
+    n: z.int().nullable().meta({ description: "The value as an integer (null when it is not one)." }),
+  })
+  .meta({
+    id: "ClinicalTrialsDenominator",
+    description: "The number analysed in a group (CT.gov `denoms`, AACT outcome_counts).",
+  });
+
+const OutcomeSchema = z
+  .strictObject({
+    type: nullableText.meta({ description: "PRIMARY, SECONDARY, OTHER_PRE_SPECIFIED or POST_HOC." }),
+    title: nullableText,
+    description: nullableText,
+    populationDescription: nullableText.meta({ description: "Who was analysed (the registry's text)." }),
+    timeFrame: nullableText,
+    paramType: nullableText,
+    dispersionType: nullableText,
+    unit: nullableText,
+    groups: z.array(z.strictObject({ id: nullableText, title: nullableText, description: nullableText })),
+    denominators: z.array(DenominatorSchema).meta({
+      description:
+        "The number analysed per group (and per unit analysed): 40 of 92 Participants reads as 43.5 %.",
+    }),
+    measurements: z.array(
+      z.strictObject({
+        groupId: nullableText,
+        classTitle: nullableText,
+        categoryTitle: nullableText,
+        value: nullableText,
+        spread: nullableText,
+        lowerLimit: nullableText,
+        upperLimit: nullableText,
+        unit: nullableText,
+        comment: nullableText.meta({
+          description: 'The registry\'s comment on the value, e.g. why it is "NA".',
+        }),
+        classDenominators: z.array(DenominatorSchema).meta({
+          description: "The number analysed in this group for this class, where the class states its own.",
+        }),
+      }),
+    ),
+    analyses: z.array(
+      z.strictObject({
+        groupIds: z.array(z.string()),
+        groupDescription: nullableText,
+        statisticalMethod: nullableText,
+        statisticalComment: nullableText,
+        paramType: nullableText,
+        paramValue: nullableText,
+        dispersionType: nullableText.meta({
+          description: "Of the estimate: STANDARD_DEVIATION or STANDARD_ERROR_OF_MEAN.",
+        }),
+        dispersionValue: nullableText,
+        ciPercent: nullableText,
+        ciNumSides: nullableText.meta({ description: "ONE_SIDED or TWO_SIDED." }),
+        ciLowerLimit: nullableText,
+        ciUpperLimit: nullableText,
+        estimateComment: nullableText,
+        nonInferiorityType: nullableText,
+        nonInferiorityComment: nullableText,
+        pValue: z.number().nullable().meta({
+          description:
+            'Parsed from pValueRaw: "<0.001" gives 0.001. Null when the text is not a p-value in (0, 1], e.g. "0.000" (a rounding; the text is kept in pValueRaw).',
+        }),
+        pValueComparator: z.enum(["<", "<=", "=", ">=", ">"]).nullable(),
+        pValueRaw: nullableText,
+        pValueComment: nullableText,
+      }),
+    ),
+  })
+  .meta({ id: "ClinicalTrialsOutcome" });
+
 const TrialSummarySchema = z
   .strictObject({
     nctId: z.string(),
@@ -115,49 +197,20 @@ const TrialSummarySchema = z
     sponsorClass: nullableText,
     startDate: nullableText.meta({ description: "As registered: YYYY-MM-DD or YYYY-MM." }),
     completionDate: nullableText,
-    counts: z
-      .strictObject({ endpoints: z.int(), measurements: z.int(), analyses: z.int() })
-      .meta({ description: "Counted the AACT way: outcome measures, category measurements, analyses." }),
-    primaryOutcomes: z.array(
-      z.strictObject({
-        title: nullableText,
-        timeFrame: nullableText,
-        paramType: nullableText,
-        dispersionType: nullableText,
-        unit: nullableText,
-        groups: z.array(z.strictObject({ id: nullableText, title: nullableText })),
-        measurements: z.array(
-          z.strictObject({
-            groupId: nullableText,
-            classTitle: nullableText,
-            categoryTitle: nullableText,
-            value: nullableText,
-            spread: nullableText,
-            lowerLimit: nullableText,
-            upperLimit: nullableText,
-            unit: nullableText,
-          }),
-        ),
-        analyses: z.array(
-          z.strictObject({
-            groupIds: z.array(z.string()),
-            statisticalMethod: nullableText,
-            paramType: nullableText,
-            paramValue: nullableText,
-            ciPercent: nullableText,
-            ciLowerLimit: nullableText,
-            ciUpperLimit: nullableText,
-            nonInferiorityType: nullableText,
-            pValue: z
-              .number()
-              .nullable()
-              .meta({ description: 'Parsed from pValueRaw: "<0.001" gives 0.001.' }),
-            pValueComparator: z.enum(["<", "<=", "=", ">=", ">"]).nullable(),
-            pValueRaw: nullableText,
-          }),
-        ),
-      }),
-    ),
+    resultsFirstPosted: nullableText.meta({ description: "The day results were first posted." }),
+    counts: z.strictObject({ endpoints: z.int(), measurements: z.int(), analyses: z.int() }).meta({
+      description:
+        "Counted the AACT way over every outcome measure (primary, secondary, other): outcome measures, category measurements, analyses.",
+    }),
+    primaryOutcomes: z.array(OutcomeSchema),
+    secondaryOutcomes: z
+      .array(OutcomeSchema)
+      .optional()
+      .meta({ description: "With includeSecondary: true." }),
+    otherOutcomes: z
+      .array(OutcomeSchema)
+      .optional()
+      .meta({ description: "With includeSecondary: true: other pre-specified and post-hoc outcomes." }),
     adverseEvents: z
       .strictObject({
         groups: z.array(
@@ -181,13 +234,30 @@ const TrialSummarySchema = z
 export const DatasetSchema = z
   .strictObject({
     kind: z.enum(["sample", "full"]),
-    sample: z.boolean().meta({ description: "True unless a complete ingest of the registry is loaded." }),
+    sample: z.boolean().meta({ description: "True unless a complete API ingest is loaded." }),
     snapshotDate: isoDate,
     studies: z.int().min(0),
     endpoints: z.int().min(0),
     measurements: z.int().min(0),
     analyses: z.int().min(0),
     source: z.string(),
+    sourceUrl: z
+      .string()
+      .nullable()
+      .meta({ description: "The API the ingest read (null: a folder of records)." }),
+    registry: z
+      .boolean()
+      .meta({ description: "True when the source is the ClinicalTrials.gov registry itself." }),
+    selectionRule: z
+      .enum(["start-date", "results-first-posted"])
+      .nullable()
+      .meta({ description: "Which studies an API ingest asked for (null: a folder of records)." }),
+    ruleCounts: z
+      .record(z.string(), z.int().nullable())
+      .nullable()
+      .meta({ description: "Each selection rule's count, as the API answered when the ingest started." }),
+    skippedRecords: z.int().min(0).meta({ description: "Records the ingest skipped (no NCT number)." }),
+    description: z.string().meta({ description: "What is loaded, in one sentence." }),
   })
   .meta({ id: "ClinicalTrialsDataset", description: "Totals counted from the loaded database." });
 

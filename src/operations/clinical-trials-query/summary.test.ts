@@ -24,7 +24,7 @@ describe("parsePValue", () => {
     expect(parsePValue(raw)).toEqual({ comparator, value, raw });
   });
 
-  it.each(["NA", "see comment", "1.5", "-0.2", "0.01 (one-sided)"])(
+  it.each(["NA", "see comment", "1.5", "-0.2", "0.01 (one-sided)", "0.000", "=0", "<0"])(
     "%s is not a p-value: only the raw text",
     (raw) => {
       expect(parsePValue(raw)).toEqual({ comparator: null, value: null, raw });
@@ -146,6 +146,117 @@ describe("summarizeStudy on real records", () => {
       adverseEvents: null,
     });
     expect(() => summarizeStudy({ protocolSection: {} })).toThrow(StudyRecordError);
+  });
+});
+
+describe("what the summary keeps beside the values (issue 23)", () => {
+  it("N per group: NCT02210780's primary outcome gives 92 and 90 Participants analysed, beside 83.7 % and 83.3 %", () => {
+    const outcome = summarizeStudy(record("NCT02210780")).primaryOutcomes[0];
+    expect(outcome?.denominators).toEqual([
+      { groupId: "OG000", units: "Participants", value: "92", n: 92 },
+      { groupId: "OG001", units: "Participants", value: "90", n: 90 },
+    ]);
+    expect(outcome?.measurements.map((m) => [m.groupId, m.value])).toEqual([
+      ["OG000", "83.7"],
+      ["OG001", "83.3"],
+    ]);
+  });
+
+  it("NCT03064438: the analysis of the primary outcome, every field the registry states", () => {
+    const summary = summarizeStudy(record("NCT03064438"));
+    const outcome = summary.primaryOutcomes[0];
+    expect(outcome?.denominators.map((d) => [d.groupId, d.n])).toEqual([
+      ["OG000", 26],
+      ["OG001", 11],
+    ]);
+    expect(outcome?.groups[0]).toEqual({
+      id: "OG000",
+      title: "ACU-D1 Ointment",
+      description: "Twice-daily application of ACU-D1 ointment to the face for 12 weeks.",
+    });
+    expect(outcome?.analyses).toEqual([
+      {
+        groupIds: ["OG000", "OG001"],
+        groupDescription: null,
+        statisticalMethod: "t-test, 2 sided",
+        statisticalComment: null,
+        paramType: "Difference of Least Squares (LS) Mean",
+        paramValue: "1.8",
+        dispersionType: "STANDARD_ERROR_OF_MEAN",
+        dispersionValue: "1.95",
+        ciPercent: "95",
+        ciNumSides: "TWO_SIDED",
+        ciLowerLimit: "-2.162",
+        ciUpperLimit: "5.727",
+        estimateComment: null,
+        nonInferiorityType: "SUPERIORITY",
+        nonInferiorityComment: null,
+        pValue: 0.366,
+        pValueComparator: "=",
+        pValueRaw: "0.366",
+        pValueComment: null,
+      },
+    ]);
+  });
+
+  it("the secondary and other outcomes are kept, with their per-class N where the class states one", () => {
+    const raw = record("NCT03064438");
+    const summary = summarizeStudy(raw);
+    expect(summary.secondaryOutcomes).toHaveLength(7);
+    expect(summary.otherOutcomes.map((o) => o.type)).toEqual(["OTHER_PRE_SPECIFIED", "OTHER_PRE_SPECIFIED"]);
+    expect(
+      summary.primaryOutcomes.length + summary.secondaryOutcomes.length + summary.otherOutcomes.length,
+    ).toBe(summary.counts.endpoints);
+    const glossary = summary.secondaryOutcomes[0];
+    expect(glossary?.measurements.filter((m) => m.classTitle === "Week 2")).toMatchObject([
+      {
+        groupId: "OG000",
+        value: "-23",
+        classDenominators: [{ groupId: "OG000", units: "Participants", n: 27 }],
+      },
+      {
+        groupId: "OG001",
+        value: "-29",
+        classDenominators: [{ groupId: "OG001", units: "Participants", n: 13 }],
+      },
+    ]);
+    expect(
+      glossary?.measurements.filter((m) => m.classTitle === "Week 12").map((m) => m.classDenominators[0]?.n),
+    ).toEqual([26, 11]);
+    // The analyses of every outcome keep their dispersion: 21 of the sample's 41 analyses state one.
+    const all = (id: string) => {
+      const s = summarizeStudy(record(id));
+      return [...s.primaryOutcomes, ...s.secondaryOutcomes, ...s.otherOutcomes].flatMap((o) => o.analyses);
+    };
+    const analyses = ["NCT00763412", "NCT02210780", "NCT02552212", "NCT03064438", "NCT05594173"].flatMap(all);
+    expect(analyses).toHaveLength(41);
+    expect(analyses.filter((a) => a.dispersionType !== null && a.dispersionValue !== null)).toHaveLength(21);
+    expect(analyses.filter((a) => a.ciNumSides !== null)).toHaveLength(36);
+  });
+
+  it('NCT02552212: an "NA" value keeps the registry\'s comment', () => {
+    const summary = summarizeStudy(record("NCT02552212"));
+    const na = summary.primaryOutcomes.flatMap((o) => o.measurements).filter((m) => m.value === "NA");
+    expect(na.length).toBeGreaterThan(0);
+    expect(na[0]?.comment).toBe("Values were below the level of quantification.");
+  });
+
+  it('a p-value reported as "0.000" is kept as text, not read as p = 0', () => {
+    const raw = record("NCT03064438");
+    const copy = structuredClone(raw);
+    const analysis = copy.resultsSection?.outcomeMeasuresModule?.outcomeMeasures?.[0]?.analyses?.[0];
+    if (analysis) analysis.pValue = "0.000";
+    expect(summarizeStudy(copy).primaryOutcomes[0]?.analyses[0]).toMatchObject({
+      pValue: null,
+      pValueComparator: null,
+      pValueRaw: "0.000",
+    });
+  });
+
+  it("an NCT number in lower case is read as the registry writes it", () => {
+    expect(
+      summarizeStudy({ protocolSection: { identificationModule: { nctId: "nct01234567" } } }).nctId,
+    ).toBe("NCT01234567");
   });
 });
 

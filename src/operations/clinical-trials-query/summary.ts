@@ -24,30 +24,48 @@ interface Measurement {
   comment?: string;
 }
 
+/** The number analysed per group (AACT's outcome_counts): `counts[].value` is the registry's text. */
+interface Denom {
+  units?: string;
+  counts?: { groupId?: string; value?: string }[];
+}
+
 interface Analysis {
   groupIds?: string[];
   groupDescription?: string;
   nonInferiorityType?: string;
+  nonInferiorityComment?: string;
   pValue?: string;
   pValueComment?: string;
   statisticalMethod?: string;
+  statisticalComment?: string;
   paramType?: string;
   paramValue?: string;
+  dispersionType?: string;
+  dispersionValue?: string;
   ciPctValue?: string;
   ciNumSides?: string;
   ciLowerLimit?: string;
   ciUpperLimit?: string;
+  estimateComment?: string;
 }
 
 interface OutcomeMeasure {
   type?: string;
   title?: string;
+  description?: string;
+  populationDescription?: string;
   timeFrame?: string;
   paramType?: string;
   dispersionType?: string;
   unitOfMeasure?: string;
   groups?: OutcomeGroup[];
-  classes?: { title?: string; categories?: { title?: string; measurements?: Measurement[] }[] }[];
+  denoms?: Denom[];
+  classes?: {
+    title?: string;
+    denoms?: Denom[];
+    categories?: { title?: string; measurements?: Measurement[] }[];
+  }[];
   analyses?: Analysis[];
 }
 
@@ -71,6 +89,7 @@ export interface StudyRecord {
       completionDateStruct?: DateStruct;
       primaryCompletionDateStruct?: DateStruct;
       lastUpdatePostDateStruct?: DateStruct;
+      resultsFirstPostDateStruct?: DateStruct;
     };
     sponsorCollaboratorsModule?: {
       leadSponsor?: { name?: string; class?: string };
@@ -106,14 +125,16 @@ const COMPARATORS: Record<string, ParsedPValue["comparator"]> = {
 
 /**
  * "<0.001" → { comparator "<", value 0.001 }; "0.366" and "=0.247" → "="; text that is not a
- * p-value ("NA", "see comment") keeps only the raw text. A value outside [0, 1] is not a p-value.
+ * p-value ("NA", "see comment") keeps only the raw text. A value outside [0, 1] is not a p-value,
+ * and neither is a reported zero ("0.000", "=0"): a p-value is never 0, so such text is a rounding
+ * (p below half the last digit shown) that the registry keeps as typed; it is returned raw only.
  */
 export function parsePValue(raw: string | undefined | null): ParsedPValue {
   if (raw === undefined || raw === null || raw.trim() === "")
     return { comparator: null, value: null, raw: null };
   const match = P_VALUE.exec(raw);
   const value = match ? Number(match[2]) : Number.NaN;
-  if (!match || !Number.isFinite(value) || value < 0 || value > 1)
+  if (!match || !Number.isFinite(value) || value <= 0 || value > 1)
     return { comparator: null, value: null, raw };
   return { comparator: COMPARATORS[match[1] ?? "="] ?? "=", value, raw };
 }
@@ -139,13 +160,26 @@ export function countResults(study: StudyRecord): StudyCounts {
   return { endpoints: outcomes.length, measurements, analyses };
 }
 
-export interface PrimaryOutcome {
+/** The number analysed in one group, as the registry states it ("26" Participants), and as an integer. */
+export interface Denominator {
+  groupId: string | null;
+  units: string | null;
+  value: string | null;
+  n: number | null;
+}
+
+export interface Outcome {
+  type: string | null;
   title: string | null;
+  description: string | null;
+  populationDescription: string | null;
   timeFrame: string | null;
   paramType: string | null;
   dispersionType: string | null;
   unit: string | null;
-  groups: { id: string | null; title: string | null }[];
+  groups: { id: string | null; title: string | null; description: string | null }[];
+  /** The number analysed per group (outcome-level `denoms`; AACT's outcome_counts), per unit analysed. */
+  denominators: Denominator[];
   measurements: {
     groupId: string | null;
     classTitle: string | null;
@@ -155,21 +189,36 @@ export interface PrimaryOutcome {
     lowerLimit: string | null;
     upperLimit: string | null;
     unit: string | null;
+    /** The registry's comment on the value, e.g. why it is "NA". */
+    comment: string | null;
+    /** The number analysed in this group for this class, where the class states its own. */
+    classDenominators: Denominator[];
   }[];
   analyses: {
     groupIds: string[];
+    groupDescription: string | null;
     statisticalMethod: string | null;
+    statisticalComment: string | null;
     paramType: string | null;
     paramValue: string | null;
+    dispersionType: string | null;
+    dispersionValue: string | null;
     ciPercent: string | null;
+    ciNumSides: string | null;
     ciLowerLimit: string | null;
     ciUpperLimit: string | null;
+    estimateComment: string | null;
     nonInferiorityType: string | null;
+    nonInferiorityComment: string | null;
     pValue: number | null;
     pValueComparator: ParsedPValue["comparator"];
     pValueRaw: string | null;
+    pValueComment: string | null;
   }[];
 }
+
+/** Kept under its old name: a primary outcome is an outcome. */
+export type PrimaryOutcome = Outcome;
 
 export interface AdverseEventGroup {
   id: string | null;
@@ -197,7 +246,13 @@ export interface TrialSummary {
   startDate: string | null;
   completionDate: string | null;
   counts: StudyCounts;
-  primaryOutcomes: PrimaryOutcome[];
+  /** Registry date the results were first posted (YYYY-MM-DD). */
+  resultsFirstPosted: string | null;
+  primaryOutcomes: Outcome[];
+  /** Counted in `counts.endpoints` with the primary ones; the query returns them on request. */
+  secondaryOutcomes: Outcome[];
+  /** OTHER_PRE_SPECIFIED and POST_HOC outcomes (and any without a type). */
+  otherOutcomes: Outcome[];
   adverseEvents: { groups: AdverseEventGroup[] } | null;
   sourceUrl: string;
 }
@@ -208,15 +263,22 @@ const num = (value: number | undefined) =>
 
 export const NCT_ID = /^NCT\d{8}$/;
 
+/** "nct01234567" → "NCT01234567"; anything that is not an NCT number → null. */
+export function normalizeNctId(value: string | undefined | null): string | null {
+  if (typeof value !== "string") return null;
+  const upper = value.trim().toUpperCase();
+  return NCT_ID.test(upper) ? upper : null;
+}
+
 export class StudyRecordError extends Error {}
 
 export function summarizeStudy(study: StudyRecord): TrialSummary {
   const protocol = study.protocolSection ?? {};
   const identification = protocol.identificationModule ?? {};
-  const nctId = identification.nctId;
-  if (!nctId || !NCT_ID.test(nctId)) {
+  const nctId = normalizeNctId(identification.nctId);
+  if (!nctId) {
     throw new StudyRecordError(
-      `not a study record: protocolSection.identificationModule.nctId is ${JSON.stringify(nctId)}`,
+      `not a study record: protocolSection.identificationModule.nctId is ${JSON.stringify(identification.nctId)}`,
     );
   }
   const status = protocol.statusModule ?? {};
@@ -240,7 +302,12 @@ export function summarizeStudy(study: StudyRecord): TrialSummary {
     startDate: text(status.startDateStruct?.date),
     completionDate: text(status.completionDateStruct?.date),
     counts: countResults(study),
-    primaryOutcomes: outcomes.filter((outcome) => outcome.type === "PRIMARY").map(primaryOutcome),
+    resultsFirstPosted: sortableDate(text(status.resultsFirstPostDateStruct?.date)),
+    primaryOutcomes: outcomes.filter((outcome) => outcome.type === "PRIMARY").map(summarizeOutcome),
+    secondaryOutcomes: outcomes.filter((outcome) => outcome.type === "SECONDARY").map(summarizeOutcome),
+    otherOutcomes: outcomes
+      .filter((outcome) => outcome.type !== "PRIMARY" && outcome.type !== "SECONDARY")
+      .map(summarizeOutcome),
     adverseEvents: eventGroups
       ? {
           groups: eventGroups.map((group) => ({
@@ -259,15 +326,40 @@ export function summarizeStudy(study: StudyRecord): TrialSummary {
   };
 }
 
-function primaryOutcome(outcome: OutcomeMeasure): PrimaryOutcome {
+/** "26" → 26; a count the registry wrote otherwise ("26.5", "NA") → null, its text kept in `value`. */
+const denominatorCount = (value: string | null) =>
+  value !== null && /^\d+$/.test(value) ? Number(value) : null;
+
+function denominators(denoms: Denom[] | undefined, groupId?: string | null): Denominator[] {
+  return (denoms ?? []).flatMap((denom) =>
+    (denom.counts ?? [])
+      .filter((count) => groupId === undefined || text(count.groupId) === groupId)
+      .map((count) => ({
+        groupId: text(count.groupId),
+        units: text(denom.units),
+        value: text(count.value),
+        n: denominatorCount(text(count.value)),
+      })),
+  );
+}
+
+function summarizeOutcome(outcome: OutcomeMeasure): Outcome {
   const unit = text(outcome.unitOfMeasure);
   return {
+    type: text(outcome.type),
     title: text(outcome.title),
+    description: text(outcome.description),
+    populationDescription: text(outcome.populationDescription),
     timeFrame: text(outcome.timeFrame),
     paramType: text(outcome.paramType),
     dispersionType: text(outcome.dispersionType),
     unit,
-    groups: (outcome.groups ?? []).map((group) => ({ id: text(group.id), title: text(group.title) })),
+    groups: (outcome.groups ?? []).map((group) => ({
+      id: text(group.id),
+      title: text(group.title),
+      description: text(group.description),
+    })),
+    denominators: denominators(outcome.denoms),
     measurements: (outcome.classes ?? []).flatMap((outcomeClass) =>
       (outcomeClass.categories ?? []).flatMap((category) =>
         (category.measurements ?? []).map((measurement) => ({
@@ -279,6 +371,8 @@ function primaryOutcome(outcome: OutcomeMeasure): PrimaryOutcome {
           lowerLimit: text(measurement.lowerLimit),
           upperLimit: text(measurement.upperLimit),
           unit,
+          comment: text(measurement.comment),
+          classDenominators: denominators(outcomeClass.denoms, text(measurement.groupId)),
         })),
       ),
     ),
@@ -286,16 +380,24 @@ function primaryOutcome(outcome: OutcomeMeasure): PrimaryOutcome {
       const p = parsePValue(analysis.pValue);
       return {
         groupIds: analysis.groupIds ?? [],
+        groupDescription: text(analysis.groupDescription),
         statisticalMethod: text(analysis.statisticalMethod),
+        statisticalComment: text(analysis.statisticalComment),
         paramType: text(analysis.paramType),
         paramValue: text(analysis.paramValue),
+        dispersionType: text(analysis.dispersionType),
+        dispersionValue: text(analysis.dispersionValue),
         ciPercent: text(analysis.ciPctValue),
+        ciNumSides: text(analysis.ciNumSides),
         ciLowerLimit: text(analysis.ciLowerLimit),
         ciUpperLimit: text(analysis.ciUpperLimit),
+        estimateComment: text(analysis.estimateComment),
         nonInferiorityType: text(analysis.nonInferiorityType),
+        nonInferiorityComment: text(analysis.nonInferiorityComment),
         pValue: p.value,
         pValueComparator: p.comparator,
         pValueRaw: p.raw,
+        pValueComment: text(analysis.pValueComment),
       };
     }),
   };
@@ -312,16 +414,25 @@ export function sortableDate(date: string | null): string | null {
   return `${match[1]}-${match[2] ?? "01"}-${match[3] ?? "01"}`;
 }
 
+/**
+ * Between the items of a multi-valued field in the full-text index (conditions, interventions), so
+ * that a phrase cannot run from one item into the next ("diabetes obesity" over the conditions
+ * "Type 2 Diabetes" and "Obesity"). U+241E is a token character of the index's tokenizer (see
+ * database.ts) that no search can contain: searches are split into letters and digits.
+ */
+export const ITEM_SEPARATOR = "\n\u241e\n";
+
 /** The words the full-text index holds for a study, by column. */
 export function searchText(study: StudyRecord, summary: TrialSummary) {
   const protocol = study.protocolSection ?? {};
   const identification = protocol.identificationModule ?? {};
   const outcomes = study.resultsSection?.outcomeMeasuresModule?.outcomeMeasures ?? [];
   const join = (parts: (string | null | undefined)[]) => parts.filter(Boolean).join("\n");
+  const items = (parts: (string | null | undefined)[]) => parts.filter(Boolean).join(ITEM_SEPARATOR);
   return {
     title: join([summary.title, identification.officialTitle, identification.acronym]),
-    conditions: join([...summary.conditions, ...(protocol.conditionsModule?.keywords ?? [])]),
-    interventions: join(
+    conditions: items([...summary.conditions, ...(protocol.conditionsModule?.keywords ?? [])]),
+    interventions: items(
       (protocol.armsInterventionsModule?.interventions ?? []).flatMap((i) => [
         i.name,
         ...(i.otherNames ?? []),

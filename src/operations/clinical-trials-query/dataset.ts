@@ -1,0 +1,74 @@
+/**
+ * What the loaded database is, in the words every description of the operation uses: the 402
+ * terms, /openapi.json, /catalog.json, /.well-known/x402, and the `dataset` of every response.
+ * Computed from the database when the service starts, never written by hand.
+ */
+import { countTotals, readMeta, type TrialsDatabase } from "./database.ts";
+import { SELECTION_RULES } from "./ingest.ts";
+import type { Dataset } from "./schema.ts";
+
+const thousands = (n: number) => n.toLocaleString("en-US");
+
+export function readDataset(db: TrialsDatabase): Dataset {
+  const meta = readMeta(db);
+  const kind = meta.kind === "full" ? "full" : "sample";
+  const rule =
+    meta.selection_rule === "results-first-posted" || meta.selection_rule === "start-date"
+      ? meta.selection_rule
+      : null;
+  let ruleCounts: Record<string, number | null> | null = null;
+  try {
+    ruleCounts = meta.rule_counts ? (JSON.parse(meta.rule_counts) as Record<string, number | null>) : null;
+  } catch {
+    ruleCounts = null;
+  }
+  const partial: Omit<Dataset, "description"> = {
+    kind,
+    sample: kind !== "full",
+    snapshotDate: meta.snapshot_date ?? "1970-01-01",
+    ...countTotals(db),
+    source: meta.source ?? "unknown",
+    sourceUrl: meta.source_url ? meta.source_url : null,
+    registry: meta.source_is_registry === "yes",
+    selectionRule: rule,
+    ruleCounts,
+    skippedRecords: Number(meta.skipped_records ?? 0) || 0,
+  };
+  return { ...partial, description: describeDataset(partial) };
+}
+
+/** "the sample of 5 studies (…)", or "38,638 studies … from ClinicalTrials.gov, as of …". */
+export function describeDataset(dataset: Omit<Dataset, "description">): string {
+  const size = `${thousands(dataset.studies)} ${dataset.studies === 1 ? "study" : "studies"}`;
+  const counts = `${thousands(dataset.endpoints)} endpoints, ${thousands(dataset.measurements)} measurements, ${thousands(dataset.analyses)} analyses`;
+  if (dataset.kind === "sample") {
+    const what = dataset.sourceUrl
+      ? `an unfinished ingest from ${dataset.sourceUrl}`
+      : "a sample loaded from a folder of study records, not the full index";
+    return `a sample of ${size} (${counts}; ${what}), as of ${dataset.snapshotDate}`;
+  }
+  const selected = dataset.selectionRule
+    ? ` with results ${SELECTION_RULES[dataset.selectionRule].describe}`
+    : "";
+  const from = dataset.registry
+    ? "ClinicalTrials.gov"
+    : `${dataset.sourceUrl ?? "an unknown source"} (not the ClinicalTrials.gov registry)`;
+  return `${size}${selected} (${counts}), a complete ingest of ${from} as of ${dataset.snapshotDate}`;
+}
+
+/** The operation's summary and description for the loaded database. */
+export function describeOperation(dataset: Dataset): { summary: string; description: string } {
+  return {
+    summary: `Query trial-level clinical results summaries: ${dataset.description}`,
+    description:
+      `Loaded now: ${dataset.description}. ` +
+      "Full-text search (SQLite FTS5, BM25-ranked) and filters (NCT number, condition, intervention, phase, " +
+      "sponsor, start and completion dates, minimum enrollment) over trial-level results summaries of " +
+      "ClinicalTrials.gov studies with results: endpoint, measurement and analysis counts (counted as AACT " +
+      "does), primary outcomes (secondary and other outcomes with `includeSecondary`) with the number " +
+      "analysed per group, measurements and their comments, units and analyses (estimate, dispersion, " +
+      'confidence interval and its sides, p-values parsed from text such as "<0.001", raw text kept), ' +
+      "adverse-event totals per group and the registry link. Pages of up to 50 with an opaque `nextCursor`. " +
+      "Every response carries the dataset's kind, totals, source and snapshot date, counted from the loaded database.",
+  };
+}
