@@ -9,7 +9,7 @@ export const LEASE_RENEW_MS = 5_000;
  * A lease with less than this left was not renewed on time: its owner stopped (a crash, a lost store)
  * or stalls. A retry then hears "in progress, retry after the lease" at once instead of waiting on it.
  */
-export const STALE_LEASE_MS = LEASE_TTL_MS - 2 * LEASE_RENEW_MS;
+export const STALE_LEASE_MS = LEASE_TTL_MS - LEASE_RENEW_MS - 2_000;
 
 /**
  * The leases this instance holds on unfinished payments, kept short and renewed while the work runs.
