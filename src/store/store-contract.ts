@@ -214,6 +214,71 @@ export function describeStoreContract(
       expect(await claim(winner, 40_002)).toEqual({ claimed: true });
     });
 
+    it("keeps what became of a settlement transaction the chain lost, its latest event, with its payment", async () => {
+      const settled = payment({ amount: "2000000" });
+      await store.reservePayment(settled);
+      await store.completePayment(settled.paymentKey, {
+        state: "settled",
+        txHash: "0xaa",
+        outcome: outcome(""),
+      });
+      const note = { account: "0xsettler", nonce: 7, kind: "call" as const, resent: 0, at: 1_000 };
+      await store.noteSettlementTransaction({ ...note, txHash: "0xaa", state: "dropped" });
+      await store.noteSettlementTransaction({
+        ...note,
+        txHash: "0xaa",
+        state: "resent",
+        resent: 1,
+        at: 2_000,
+      });
+      await store.noteSettlementTransaction({
+        ...note,
+        txHash: "0xaa",
+        state: "reverted",
+        resent: 1,
+        detail: "authorization is expired",
+        at: 3_000,
+      });
+      await store.noteSettlementTransaction({
+        ...note,
+        txHash: "0xbb",
+        nonce: 8,
+        kind: "filler",
+        state: "filled",
+        at: 4_000,
+      });
+      expect(await store.settlementTransactions()).toEqual([
+        {
+          txHash: "0xbb",
+          account: "0xsettler",
+          nonce: 8,
+          kind: "filler",
+          state: "filled",
+          resent: 0,
+          detail: null,
+          updatedAt: new Date(4_000).toISOString(),
+          paymentKey: null,
+          paymentState: null,
+          operationId: null,
+          amount: null,
+        },
+        {
+          txHash: "0xaa",
+          account: "0xsettler",
+          nonce: 7,
+          kind: "call",
+          state: "reverted",
+          resent: 1,
+          detail: "authorization is expired",
+          updatedAt: new Date(3_000).toISOString(),
+          paymentKey: settled.paymentKey,
+          paymentState: "settled",
+          operationId: "csv-cleanup",
+          amount: "2000000",
+        },
+      ]);
+    });
+
     it("shares cache entries and gives one loader per key the claim until it stores, releases or lapses", async () => {
       expect(await store.getCacheEntry("k")).toBeUndefined();
       const claims = await Promise.all(
