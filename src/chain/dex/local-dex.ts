@@ -17,12 +17,14 @@ import {
 } from "viem";
 import { BASE_USDC_ADDRESS } from "../../config.ts";
 import { USDC_ADMIN } from "../local-chain.ts";
-import { type DeployableArtifact, ownArtifact, uniswapArtifact } from "./artifacts.ts";
+import { type DeployableArtifact, ownArtifact, publishedArtifact, uniswapArtifact } from "./artifacts.ts";
 
 /** WETH on Base (the OP Stack predeploy); the local chain places WETH9 at the same address. */
 export const BASE_WETH_ADDRESS: Address = "0x4200000000000000000000000000000000000006";
-/** The OP Stack GasPriceOracle predeploy (L1 data fee); the local chain places a stand-in there. */
+/** The OP Stack GasPriceOracle predeploy (L1 data fee); the local chain places Optimism's published one there. */
 export const GAS_PRICE_ORACLE_ADDRESS: Address = "0x420000000000000000000000000000000000000F";
+/** The OP Stack L1Block predeploy: the L1 fee parameters the GasPriceOracle reads. */
+export const L1_BLOCK_ADDRESS: Address = "0x4200000000000000000000000000000000000015";
 /** Deploys the local DEX; nobody holds its key (anvil impersonation), so its nonces are ours alone. */
 export const LOCAL_DEX_DEPLOYER: Address = "0x0000000000000000000000000000000000DE4D3E";
 
@@ -36,8 +38,18 @@ export const LOCAL_PRICES = {
 /** Slipstream's tick spacing 100, served locally by a Uniswap V3 fee tier of 0.04 % with that spacing. */
 export const LOCAL_SLIPSTREAM_FEE = 400;
 export const LOCAL_ETH_USD = 3000n * 10n ** 8n; // the feed's answer, 8 decimals
-/** GasPriceOracle stand-in: 1 gwei L1 base fee, scalar 0.684 (Bedrock's launch value), overhead 188. */
-export const LOCAL_L1 = { baseFee: 1_000_000_000n, overhead: 188n, scalar: 684_000n };
+/**
+ * L1 fee parameters of the local chain's L1Block: a 1 gwei L1 base fee, a 1 wei blob base fee, and
+ * Ecotone/Fjord scalars of the order Base uses (base fee scalar 2269, blob base fee scalar 1,055,762).
+ */
+export const LOCAL_L1 = {
+  baseFee: 1_000_000_000n,
+  blobBaseFee: 1n,
+  baseFeeScalar: 2269n,
+  blobBaseFeeScalar: 1_055_762n,
+};
+/** L1Block's storage (its published storage layout): basefee slot 1, blobBaseFee slot 7, scalars in slot 3. */
+const L1_BLOCK_SLOTS = { basefee: 1, scalars: 3, blobBaseFee: 7 } as const;
 
 const deployed = (nonce: number) => getContractAddress({ from: LOCAL_DEX_DEPLOYER, nonce: BigInt(nonce) });
 
@@ -112,8 +124,8 @@ export function sqrtPriceX96(usdcPerWeth: number): bigint {
  * Deploys the local DEX when the chain does not have it yet: WETH9 at Base's WETH address, Uniswap V3
  * (factory, QuoterV2, SwapRouter from the npm artifacts) with 0.05 % and 0.3 % USDC/WETH pools, an
  * Aerodrome-shaped volatile pool with its factory and router, a Slipstream-shaped factory+quoter over
- * a 0.04 % pool with tick spacing 100, a Chainlink-shaped ETH/USD feed and the GasPriceOracle
- * stand-in. Idempotent: a chain that already has it (state kept across restarts) is left alone.
+ * a 0.04 % pool with tick spacing 100, a Chainlink-shaped ETH/USD feed, and Optimism's published
+ * GasPriceOracle and L1Block (Fjord's L1 fee). Idempotent: a chain that already has it (state kept across restarts) is left alone.
  * Every transaction has an explicit gas limit: anvil's estimates are exact and flake when the
  * block time moves.
  */
@@ -134,13 +146,32 @@ export async function ensureLocalDex(rpcUrl: string, log: Logger): Promise<Local
   await request({ method: "anvil_setBalance", params: [LOCAL_DEX_DEPLOYER, toHex(parseEther("100000"))] });
   await request({ method: "anvil_impersonateAccount", params: [USDC_ADMIN] });
   const weth9 = ownArtifact("WETH9");
-  const oracle = ownArtifact("GasPriceOracleStandIn");
   await request({ method: "anvil_setCode", params: [BASE_WETH_ADDRESS, weth9.deployedBytecode] });
-  await request({ method: "anvil_setCode", params: [GAS_PRICE_ORACLE_ADDRESS, oracle.deployedBytecode] });
-  for (const [slot, value] of [LOCAL_L1.baseFee, LOCAL_L1.overhead, LOCAL_L1.scalar].entries()) {
+  // Optimism's published GasPriceOracle and L1Block runtimes at their predeploy addresses, as on Base:
+  // isEcotone and isFjord set (slot 0, bytes 0 and 1), the L1 fee parameters in L1Block's slots.
+  await request({
+    method: "anvil_setCode",
+    params: [GAS_PRICE_ORACLE_ADDRESS, publishedArtifact("GasPriceOracle").deployedBytecode],
+  });
+  await request({
+    method: "anvil_setCode",
+    params: [L1_BLOCK_ADDRESS, publishedArtifact("L1Block").deployedBytecode],
+  });
+  const storage: [Address, number, bigint][] = [
+    [GAS_PRICE_ORACLE_ADDRESS, 0, 0x0101n],
+    [L1_BLOCK_ADDRESS, L1_BLOCK_SLOTS.basefee, LOCAL_L1.baseFee],
+    [L1_BLOCK_ADDRESS, L1_BLOCK_SLOTS.blobBaseFee, LOCAL_L1.blobBaseFee],
+    // sequenceNumber (uint64, bytes 0–7), blobBaseFeeScalar (uint32, 8–11), baseFeeScalar (uint32, 12–15)
+    [
+      L1_BLOCK_ADDRESS,
+      L1_BLOCK_SLOTS.scalars,
+      (LOCAL_L1.baseFeeScalar << 96n) | (LOCAL_L1.blobBaseFeeScalar << 64n),
+    ],
+  ];
+  for (const [address, slot, value] of storage) {
     await request({
       method: "anvil_setStorageAt",
-      params: [GAS_PRICE_ORACLE_ADDRESS, numberToHex(slot, { size: 32 }), pad(toHex(value))],
+      params: [address, numberToHex(slot, { size: 32 }), pad(toHex(value))],
     });
   }
 
