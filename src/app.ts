@@ -24,6 +24,7 @@ import {
 import type { PaymentTerms } from "./payments/terms.ts";
 import { invalidRequest, Problem } from "./problem.ts";
 import { DOWNLOAD_REQUEST_HEADERS, DOWNLOAD_RESPONSE_HEADERS, fileResponse } from "./products/download.ts";
+import { isStoreOutage } from "./store/outage.ts";
 import type { Store, StoredOutcome } from "./store/store.ts";
 
 export interface Readiness {
@@ -267,6 +268,17 @@ export function buildApp(services: AppServices): Hono<Env> {
   );
   app.onError((error, c) => {
     if (error instanceof Problem) return problemResponse(c, error, c.req.path);
+    if (isStoreOutage(error)) {
+      log.warn({ err: error, requestId: c.get("requestId") }, "the store cannot be reached");
+      const unavailable = new Problem(
+        503,
+        "store-unavailable",
+        "Temporarily unavailable",
+        "the service's database cannot be reached right now; retry shortly",
+        { headers: { "retry-after": "5" } },
+      );
+      return problemResponse(c, unavailable, c.req.path);
+    }
     log.error({ err: error, requestId: c.get("requestId") }, "unhandled error");
     return problemResponse(
       c,

@@ -21,6 +21,7 @@ import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/author
 import { ChainUnavailableError, isTransportError } from "../chain/transport-failures.ts";
 import type { Metrics } from "../metrics.ts";
 import { Problem } from "../problem.ts";
+import { isStoreOutage } from "../store/outage.ts";
 import type { PaymentCompletion, PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
 import { jobDeadline } from "./held-payment-settler.ts";
 import { LeaseKeeper, STALE_LEASE_MS } from "./lease-keeper.ts";
@@ -860,28 +861,6 @@ function routeOf(url: unknown): string | undefined {
     return url.slice(0, 200);
   }
 }
-
-/** The ledger's database did not answer (connection refused or lost, server shutting down, pool exhausted). */
-function isStoreOutage(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code === "string" && (STORE_OUTAGE_CODES.has(code) || /^(08|57P)/.test(code))) return true;
-  return (
-    error instanceof Error &&
-    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database is locked/i.test(
-      error.message,
-    )
-  );
-}
-const STORE_OUTAGE_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "EPIPE",
-  "EHOSTUNREACH",
-  "ENOTFOUND",
-  "SQLITE_BUSY",
-  "53300",
-]);
 
 /** Failures that say nothing about the payment: the facilitator or the chain did not answer. */
 function isOutage(error: unknown): boolean {

@@ -107,10 +107,15 @@ export class PostgresStore implements Store {
     const pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.poolSize,
+      // A database that does not answer is an outage to report (503), not a request to hang on.
+      connectionTimeoutMillis: 10_000,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     });
-    // An idle client that loses its connection emits here; without a listener the process would crash.
+    // A client that loses its connection emits "error": an idle one on the pool, one checked out (a
+    // transaction between two queries) on itself. Without a listener either would crash the process on a
+    // database restart; the query in flight fails on its own and the request answers 503.
     pool.on("error", () => {});
+    pool.on("connect", (client) => client.on("error", () => {}));
     const store = new PostgresStore(pool, options.now);
     try {
       await store.migrate(options.schema);
