@@ -414,6 +414,7 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
       ],
       [{ venues: ["uniswap-v3:500"] }, [{ pointer: "/venues", message: expect.any(String) }]],
       [{ blockNumber: -1 }, [{ pointer: "/blockNumber", message: expect.any(String) }]],
+      [{ execution: "fast" }, [{ pointer: "/execution", message: "must be one of separate, atomic" }]],
       [{ amount: 5 }, [{ pointer: "/amount", message: "unknown property (not allowed)" }]],
     ];
     const before = await balanceOf(payer.address);
