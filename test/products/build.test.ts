@@ -237,11 +237,13 @@ describe("the clinical snapshot product", () => {
     );
     const csvs = entries.filter((e) => e.path.startsWith("data/csv/")).map((e) => e.path);
     expect(csvs).toEqual(
-      ["ingest_state", "meta", "studies", "study_phases", "study_summaries"].map((t) => `data/csv/${t}.csv`),
+      ["ingest_state", "meta", "studies", "study_more_outcomes", "study_phases", "study_summaries"].map(
+        (t) => `data/csv/${t}.csv`,
+      ),
     );
     const text = (name: string) => entries.find((e) => e.path === name)?.data.toString("utf8") ?? "";
     expect(text("data/csv/studies.csv").split("\r\n")[0]).toBe(
-      "id,nct_id,title,sponsor,phases,enrollment,start_date,start_day,completion_date,completion_day,endpoints,measurements,analyses,last_update_posted",
+      "id,nct_id,title,sponsor,phases,enrollment,start_date,start_day,completion_date,completion_day,endpoints,measurements,analyses,last_update_posted,results_first_posted",
     );
     // 12 studies + the header + the final line end.
     expect(text("data/csv/studies.csv").split("\r\n")).toHaveLength(14);

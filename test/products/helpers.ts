@@ -157,6 +157,8 @@ export async function createClinicalDb(
     try {
       await ingestFromApi(db, {
         apiUrl: "http://registry.test/api/v2/studies",
+        // A stand-in of the registry: the operator's explicit word that it may be sold as the snapshot.
+        allowOtherSource: true,
         pageSize,
         intervalMs: 0,
         retries: 0,
