@@ -24,6 +24,7 @@ import { createPaymentBackend } from "./payments/facilitator.ts";
 import { HeldPaymentSettler } from "./payments/held-payment-settler.ts";
 import { holdsPayment, PaymentGate } from "./payments/paid-call.ts";
 import { journalSettlements } from "./payments/settlement-journal.ts";
+import { RecoverySweeper } from "./payments/recovery-sweeper.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler-claim.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
 import { Problem } from "./problem.ts";
@@ -111,6 +112,7 @@ export async function startService(
   const started = new Map<string, StartedOperation<unknown, unknown>>();
   const closeOperations = () =>
     Promise.all([
+  let recovery: RecoverySweeper | undefined;
       ...[...started.values()].map((operation) => operation.close?.()),
       ...operations.map((operation) => operation.close?.()),
     ]);
@@ -153,16 +155,21 @@ export async function startService(
 
     const settings = { ...payment, payTo: payTo as `0x${string}` };
     const termsById = new Map<string, PaymentTerms>();
-    for (const operation of operations) {
+    for (const operation of described) {
       termsById.set(
         operation.id,
         await buildPaymentTerms(operation, settings, config.baseUrl, resourceServer),
       );
     }
     const documents = {
-      openapi: buildOpenApiDocument(operations, FREE_ROUTES, termsById, config.baseUrl),
+      openapi: buildOpenApiDocument(described, FREE_ROUTES, termsById, config.baseUrl),
+    // What each started operation says of itself (the dataset it loaded) is what its terms and documents say.
+    const described = operations.map((operation) => {
+      const own = started.get(operation.id)?.describe;
+      return own ? { ...operation, ...own } : operation;
+    });
       catalog: buildCatalogDocument(
-        operations,
+        described,
         FREE_ROUTES,
         termsById,
         config.baseUrl,
@@ -172,8 +179,8 @@ export async function startService(
         },
         started,
       ),
-      x402: buildX402Manifest(operations, termsById, config.baseUrl),
-      agentSkills: buildAgentSkills(operations, termsById, config.baseUrl),
+      x402: buildX402Manifest(described, termsById, config.baseUrl),
+      agentSkills: buildAgentSkills(described, termsById, config.baseUrl),
     };
 
     const metrics = new Metrics();
@@ -196,7 +203,29 @@ export async function startService(
         metrics,
         authorizations,
         log: log.child({ component: "held-payments" }),
+      log: log.child({ component: "payments" }),
         settlementTimeoutMs: payment.settlementTimeoutMs,
+    // Payments whose owner stopped (a crash) are resolved from the chain without waiting for the client.
+    if (authorizations) {
+      recovery = new RecoverySweeper({
+        store,
+        gate,
+        metrics,
+        log: log.child({ component: "payment-recovery" }),
+        operations: new Map(
+          operations.map((operation) => [
+            operation.id,
+            { operation, terms: termsById.get(operation.id) as PaymentTerms },
+          ]),
+        ),
+        now: options.clock,
+      });
+      recovery.start();
+    } else {
+      log.warn(
+        "without RPC_URL a payment left unfinished by a crash is resolved only when its client retries",
+      );
+    }
         now: options.clock,
       });
       heldPayments.start();
@@ -306,7 +335,10 @@ export async function startService(
     await settlerHold?.release();
     await settlementJournal.close();
     await localChain?.stop();
+        await recovery?.stop();
+        gate.leases.stop();
     await store.close();
     throw error;
   }
 }
+    await recovery?.stop();

@@ -31,6 +31,12 @@ export interface StartedOperation<I = unknown, O = unknown> {
   handle(input: I, ctx: OperationContext): Promise<OperationResult<O>>;
   /** Facts the catalog shows about this operation as started (dataset totals, a release's size and digest). */
   catalogDetails?: Record<string, unknown>;
+  /**
+   * What the operation says of itself as started, over its definition's summary and description (e.g.
+   * the dataset it loaded): the 402 terms, /openapi.json, /catalog.json, /.well-known/x402 and the
+   * agent skills are built from it.
+   */
+  describe?: { summary?: string; description?: string };
   /** False when the operation cannot serve now (e.g. no release built); the catalog says so. */
   available?: boolean;
   /**
