@@ -23,8 +23,8 @@ import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator.ts";
 import { HeldPaymentSettler } from "./payments/held-payment-settler.ts";
 import { holdsPayment, PaymentGate } from "./payments/paid-call.ts";
-import { journalSettlements } from "./payments/settlement-journal.ts";
 import { RecoverySweeper } from "./payments/recovery-sweeper.ts";
+import { journalSettlements } from "./payments/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler-claim.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
 import { Problem } from "./problem.ts";
@@ -109,10 +109,10 @@ export async function startService(
   });
   let worker: JobWorker | undefined;
   let heldPayments: HeldPaymentSettler | undefined;
+  let recovery: RecoverySweeper | undefined;
   const started = new Map<string, StartedOperation<unknown, unknown>>();
   const closeOperations = () =>
     Promise.all([
-  let recovery: RecoverySweeper | undefined;
       ...[...started.values()].map((operation) => operation.close?.()),
       ...operations.map((operation) => operation.close?.()),
     ]);
@@ -154,6 +154,11 @@ export async function startService(
       .registerExtension(bazaarResourceServerExtension);
 
     const settings = { ...payment, payTo: payTo as `0x${string}` };
+    // What each started operation says of itself (the dataset it loaded) is what its terms and documents say.
+    const described = operations.map((operation) => {
+      const own = started.get(operation.id)?.describe;
+      return own ? { ...operation, ...own } : operation;
+    });
     const termsById = new Map<string, PaymentTerms>();
     for (const operation of described) {
       termsById.set(
@@ -163,11 +168,6 @@ export async function startService(
     }
     const documents = {
       openapi: buildOpenApiDocument(described, FREE_ROUTES, termsById, config.baseUrl),
-    // What each started operation says of itself (the dataset it loaded) is what its terms and documents say.
-    const described = operations.map((operation) => {
-      const own = started.get(operation.id)?.describe;
-      return own ? { ...operation, ...own } : operation;
-    });
       catalog: buildCatalogDocument(
         described,
         FREE_ROUTES,
@@ -194,17 +194,8 @@ export async function startService(
       now: options.clock,
       settlementTimeoutMs: payment.settlementTimeoutMs,
       maxHeldPerPayer: config.jobs.maxHeldPerPayer,
-    });
-    // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
-    if (authorizations && operations.some(holdsPayment)) {
-      heldPayments = new HeldPaymentSettler({
-        store,
-        resourceServer,
-        metrics,
-        authorizations,
-        log: log.child({ component: "held-payments" }),
       log: log.child({ component: "payments" }),
-        settlementTimeoutMs: payment.settlementTimeoutMs,
+    });
     // Payments whose owner stopped (a crash) are resolved from the chain without waiting for the client.
     if (authorizations) {
       recovery = new RecoverySweeper({
@@ -226,6 +217,15 @@ export async function startService(
         "without RPC_URL a payment left unfinished by a crash is resolved only when its client retries",
       );
     }
+    // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
+    if (authorizations && operations.some(holdsPayment)) {
+      heldPayments = new HeldPaymentSettler({
+        store,
+        resourceServer,
+        metrics,
+        authorizations,
+        log: log.child({ component: "held-payments" }),
+        settlementTimeoutMs: payment.settlementTimeoutMs,
         now: options.clock,
       });
       heldPayments.start();
@@ -317,6 +317,8 @@ export async function startService(
         clearTimeout(deadline);
         await worker?.stop(config.shutdownTimeoutMs);
         await heldPayments?.stop();
+        await recovery?.stop();
+        gate.leases.stop();
         await closeOperations();
         await settlerHold?.release();
         await settlementJournal.close();
@@ -331,14 +333,12 @@ export async function startService(
   } catch (error) {
     await worker?.stop(0);
     await heldPayments?.stop();
+    await recovery?.stop();
     await closeOperations();
     await settlerHold?.release();
     await settlementJournal.close();
     await localChain?.stop();
-        await recovery?.stop();
-        gate.leases.stop();
     await store.close();
     throw error;
   }
 }
-    await recovery?.stop();
