@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AuditJob } from "../../src/operations/openapi-audit/audit.ts";
 import type { ContractDocument } from "../../src/operations/openapi-audit/contract.ts";
 import { payerOf } from "../../src/operations/openapi-audit/index.ts";
-import { linearRegExp } from "../../src/operations/openapi-audit/linear-regexp.ts";
+import { LINEAR_FOR_REGEXP, linearRegExp } from "../../src/operations/openapi-audit/linear-regexp.ts";
 import { AuditPool, type AuditPoolOptions } from "../../src/operations/openapi-audit/pool.ts";
 import type { OpenApiAuditOutput } from "../../src/operations/openapi-audit/schema.ts";
 import { Problem } from "../../src/problem.ts";
@@ -238,6 +238,30 @@ describe("whose share an audit uses", () => {
     expect(linearRegExp(CATASTROPHIC).test(EVIL)).toBe(false);
     expect(linearRegExp(CATASTROPHIC).test("aaa")).toBe(true);
     expect(linearRegExp("^\\u00e9(?<word>\\w+)\\/$", "u").test("éabc/")).toBe(true);
+  });
+
+  it("keeps RegExp only for the engines' own patterns, each linear for a backtracking engine too", () => {
+    for (const source of LINEAR_FOR_REGEXP) {
+      const shape = source.replace(/\\./g, "e").replace(/\[[^\]]*\]/g, "c");
+      const unbounded = (shape.match(/[*+{]/g) ?? []).length;
+      const optional = (shape.match(/\?/g) ?? []).length;
+      // No group, at most one unbounded quantifier (after a ^) and one optional: one pass to fail.
+      expect({
+        source,
+        groups: /[()|]/.test(shape),
+        unbounded,
+        optional,
+        anchored: shape.startsWith("^"),
+      }).toEqual({
+        source,
+        groups: false,
+        unbounded: Math.min(unbounded, 1),
+        optional: Math.min(optional, 1),
+        anchored: unbounded > 0 ? true : shape.startsWith("^"),
+      });
+      expect(linearRegExp(source)).toBeInstanceOf(RegExp);
+    }
+    expect(linearRegExp(CATASTROPHIC)).not.toBeInstanceOf(RegExp);
   });
 });
 
