@@ -55,7 +55,8 @@ const PRODUCTS: ProductSpec[] = [
     priceUsd: "99.00",
     title: "Clinical trials outcomes snapshot (post-2020)",
     description:
-      "A validated outcomes snapshot of trial-level results for studies started on or after 2020-01-01: " +
+      "A validated outcomes snapshot of ClinicalTrials.gov studies with results since 2020-01-01 (selected by start " +
+      "date, or by results first posted: the release's validation report names the rule and both counts): " +
       "the SQLite database, one CSV per table, a data dictionary and a validation report.",
   },
 ];
