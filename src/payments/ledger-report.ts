@@ -1,5 +1,5 @@
 import type { FailedPaidJob } from "../jobs/queue.ts";
-import type { PaymentCounts, RevenueRow } from "../store/store.ts";
+import type { PaymentCounts, RevenueRow, SettlementTransactionRecord } from "../store/store.ts";
 
 const usd = (atomic: bigint) => {
   const whole = atomic / 1_000_000n;
@@ -64,6 +64,26 @@ export function formatFailedPaidJobs(jobs: FailedPaidJob[]): string {
     ]);
   }
   return `\nPaid jobs that failed (no result delivered)\n${render(table)}`;
+}
+
+/**
+ * Payments the ledger records `settled` whose transaction the chain lost for good (reverted, or lost
+ * after every re-send): the revenue report counts them, the chain does not. The operator decides per
+ * row (ask the payer to pay again, or write it off); see docs/operations.md.
+ */
+export function formatUnbackedSettlements(transactions: SettlementTransactionRecord[]): string {
+  const unbacked = transactions.filter(
+    (tx) => tx.paymentState === "settled" && (tx.state === "reverted" || tx.state === "lost"),
+  );
+  if (unbacked.length === 0) return "";
+  const table = [["updated", "operation", "amount (USDC)", "transaction", "chain says", "payment"]];
+  let total = 0n;
+  for (const tx of unbacked) {
+    const amount = BigInt(tx.amount ?? "0");
+    total += amount;
+    table.push([tx.updatedAt, tx.operationId ?? "", usd(amount), tx.txHash, tx.state, tx.paymentKey ?? ""]);
+  }
+  return `\nSettled payments not backed by a transfer (the chain lost their transaction): ${usd(total)} USDC\n${render(table)}`;
 }
 
 /** Text columns left-aligned, numeric columns right-aligned. */
