@@ -91,10 +91,14 @@ try {
     localDexSetupMs: Number(setupMs.toFixed(0)),
     localDexAlreadyThereMs: Number(againMs.toFixed(1)),
     note:
-      "A snapshot is two HTTP round trips: aggregate3 at the block (or latest), then one JSON-RPC batch of " +
-      "eth_getBlockByNumber and aggregate3 pinned to the block the first call ran at. Rates are the whole " +
-      "operation (encoding, both round trips to anvil, decoding, integer arithmetic) without the payment, " +
-      "on a 2-core machine shared with other work.",
+      "A snapshot is two HTTP round trips (3 JSON-RPC calls), both at one block: one JSON-RPC batch of " +
+      "eth_getBlockByNumber and aggregate3 at that block (or latest) with the USDC→WETH quotes at amountUsdc " +
+      "and at each of the ladder's 8 log-spaced sizes and their L1 fees, then aggregate3 pinned by the " +
+      "block's hash (EIP-1898) with the WETH→USDC quotes for every size, the pools' fees, spot state and " +
+      "liquidity. A third request happens only when latest moved between the header and the first eth_call, " +
+      "or to name the largest fillable size of a partial fill (neither happens here). Rates are the whole " +
+      "operation (encoding, both round trips to anvil, decoding, integer arithmetic over the amount and the " +
+      "8 ladder sizes in both directions) without the payment, on a 2-core machine shared with other work.",
   });
   console.log(
     `round trips per snapshot: ${maxRoundTrips} (target ≤ ${TARGET_ROUND_TRIPS}: ${maxRoundTrips <= TARGET_ROUND_TRIPS ? "met" : "missed"})`,
