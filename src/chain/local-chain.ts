@@ -42,7 +42,8 @@ const FIAT_TOKEN_ABI = parseAbi([
   "function name() view returns (string)",
 ]);
 
-function anvilBinary(): string {
+/** The anvil binary of the installed `@foundry-rs/anvil-<platform>-<arch>` package (what every local chain runs). */
+export function anvilBinary(): string {
   const arch = { x64: "amd64", arm64: "arm64" }[process.arch as string];
   const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
   try {

@@ -1,6 +1,4 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createRequire } from "node:module";
-import path from "node:path";
 import {
   type Abi,
   type Address,
@@ -20,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { ownArtifact, uniswapArtifact } from "../../src/chain/dex/artifacts.ts";
 import { LOCAL_DEX, sqrtPriceX96 } from "../../src/chain/dex/local-dex.ts";
-import { USDC_ADMIN } from "../../src/chain/local-chain.ts";
+import { anvilBinary, USDC_ADMIN } from "../../src/chain/local-chain.ts";
 import { createPayer } from "../../src/client/paying-fetch.ts";
 import {
   type ChainAddresses,
@@ -480,12 +478,8 @@ describe("chain-arbitrage-snapshot against pools that cannot take the size, and 
 });
 
 function startAnvil(port: number, chainId: number): ChildProcess {
-  const require = createRequire(import.meta.url);
-  const arch = { x64: "amd64", arm64: "arm64" }[process.arch as string];
-  const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
-  const binary = path.join(path.dirname(require.resolve(`${pkg}/package.json`)), "bin", "anvil");
   return spawn(
-    binary,
+    anvilBinary(),
     ["--port", String(port), "--host", "127.0.0.1", "--chain-id", String(chainId), "--silent"],
     {
       stdio: "ignore",
