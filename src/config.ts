@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
 import { parseAllowHost } from "./operations/research-brief/fetch-allow.ts";
@@ -164,7 +165,36 @@ const EnvSchema = z.object({
   CLINICAL_TRIALS_API_URL: optional(httpUrl).default("https://clinicaltrials.gov/api/v2/studies"),
   LOG_LEVEL: optional(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
   SHUTDOWN_TIMEOUT_MS: optional(z.coerce.number().int().min(0).max(600_000)).default(15_000),
+  // Connection and request limits of the HTTP server (see src/http/connection-limits.ts).
+  MAX_CONNECTIONS: optional(z.coerce.number().int().min(16).max(1_000_000)),
+  MAX_CONNECTIONS_PER_CLIENT: optional(z.coerce.number().int().min(1).max(1_000_000)).default(256),
+  MAX_REQUESTS_PER_CLIENT: optional(z.coerce.number().int().min(1).max(100_000)).default(64),
+  HTTP_HEADERS_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(600_000)).default(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(3_600_000)).default(120_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(600_000)).default(5000),
+  TRUSTED_PROXIES: optional(
+    z.string().transform((value, context) =>
+      value
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter(Boolean)
+        .flatMap((entry) => {
+          if (isAddressOrSubnet(entry)) return [entry];
+          context.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR subnet` });
+          return [];
+        }),
+    ),
+  ).default([]),
 });
+
+/** An IPv4/IPv6 address or a CIDR subnet of one (10.0.0.0/8, fd00::/8). */
+function isAddressOrSubnet(entry: string): boolean {
+  const [address = "", prefix, extra] = entry.split("/");
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
 
 const DEFAULT_SEARCH_URLS = {
   searxng: "",
@@ -265,6 +295,23 @@ export interface Config {
   clinicalTrialsApiUrl: string;
   logLevel: string;
   shutdownTimeoutMs: number;
+  /** Limits of the HTTP server: connections (in all and per client address), requests in flight per client, timeouts. */
+  http: {
+    /** Open connections in all; unset: half the process's open-file limit, at most 10,000. */
+    maxConnections?: number;
+    /** Open connections from one client address (a trusted proxy's own connections are exempt). */
+    maxConnectionsPerClient: number;
+    /** Requests in flight from one client (the forwarded address behind a trusted proxy): more answer 429. */
+    maxRequestsPerClient: number;
+    /** A connection that has not sent a whole request head within this is answered 408 and closed. */
+    headersTimeoutMs: number;
+    /** Time to receive a whole request (head and body). */
+    requestTimeoutMs: number;
+    /** An idle keep-alive connection is closed after this. */
+    keepAliveTimeoutMs: number;
+    /** Peers whose X-Forwarded-For is believed: addresses or CIDR subnets. */
+    trustedProxies: string[];
+  };
 }
 
 /**
@@ -344,6 +391,11 @@ export function loadConfig(
   }
   if (e.RESEARCH_LLM_BASE_URL && !e.RESEARCH_LLM_MODEL) {
     problems.push("RESEARCH_LLM_MODEL: required when RESEARCH_LLM_BASE_URL is set");
+  }
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+    problems.push(
+      `HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS (${e.HTTP_HEADERS_TIMEOUT_MS})`,
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -454,5 +506,14 @@ export function loadConfig(
     clinicalTrialsApiUrl: e.CLINICAL_TRIALS_API_URL,
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    http: {
+      maxConnections: e.MAX_CONNECTIONS,
+      maxConnectionsPerClient: e.MAX_CONNECTIONS_PER_CLIENT,
+      maxRequestsPerClient: e.MAX_REQUESTS_PER_CLIENT,
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      trustedProxies: e.TRUSTED_PROXIES,
+    },
   };
 }

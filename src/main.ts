@@ -18,6 +18,13 @@ import { formatFailedPaidJobs, formatPaymentStates, formatRevenueReport } from "
 import { createSettlerSigner } from "./payments/settler-signer.ts";
 import { buildProductsCommand, prepareReleases } from "./products/cli.ts";
 import { startService } from "./serve.ts";
+import {
+  databaseStartError,
+  listenStartError,
+  rpcStartError,
+  StartupError,
+  startupErrorLine,
+} from "./startup-error.ts";
 import { openStore } from "./store/open-store.ts";
 
 const USAGE = `usage: utility402 <command>
@@ -91,7 +98,9 @@ function stopOnSignals(log: Logger, stop: () => Promise<unknown>): void {
 
 async function ledgerCommand(args: string[]): Promise<void> {
   const config = loadConfig();
-  const store = await openStore(config.database);
+  const store = await openStore(config.database).catch((error) => {
+    throw databaseStartError(error, config.database);
+  });
   try {
     const rows = await store.revenueByOperationAndDay();
     const failedJobs = await store.jobs.failedPaidJobs();
@@ -114,7 +123,9 @@ async function ledgerCommand(args: string[]): Promise<void> {
 async function workerCommand(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
-  const store = await openStore(config.database);
+  const store = await openStore(config.database).catch((error) => {
+    throw databaseStartError(error, config.database);
+  });
   const now = () => new Date();
   const started = new Map<string, StartedOperation<unknown, unknown>>();
   for (const operation of OPERATIONS) {
@@ -154,8 +165,20 @@ async function facilitatorCommand(args: string[]): Promise<void> {
     pollingIntervalMs: 250,
     confirmationTimeoutMs: config.payment.settlementTimeoutMs,
   });
+  // It settles over RPC_URL: one that does not answer is a reason not to start, said in one line.
+  await Promise.race([
+    signer.blockNumber(),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error("no answer within 10 s")), 10_000).unref(),
+    ),
+  ]).catch((error) => {
+    throw rpcStartError(error, config.payment.rpcUrl as string);
+  });
   const app = buildFacilitatorApp(inProcessFacilitator(signer, network), { authToken });
-  const server = serve({ fetch: app.fetch, port, hostname: config.host });
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const created = serve({ fetch: app.fetch, port, hostname: config.host }, () => resolve(created));
+    created.once("error", (error) => reject(listenStartError(error, config.host, port, "--port")));
+  });
   log.info({ port, network, settler: signer.address }, "facilitator listening");
   const shutdown = () => server.close(() => process.exit(0));
   process.once("SIGTERM", shutdown);
@@ -191,9 +214,19 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+/** Commands that start something long-running: their failures are start-up failures. */
+const STARTING = new Set(["serve", "worker", "facilitator", undefined]);
+
 main(process.argv.slice(2)).catch((error) => {
+  const command = process.argv[2];
   if (error instanceof ConfigError) {
     for (const problem of error.problems) process.stderr.write(`config error: ${problem}\n`);
+  } else if (error instanceof StartupError || STARTING.has(command)) {
+    // One line naming the setting to change; the stack only when asked for (LOG_LEVEL=debug or trace).
+    process.stderr.write(`${startupErrorLine(error)}\n`);
+    if (/^(debug|trace)$/.test(process.env.LOG_LEVEL ?? "") && error instanceof Error && error.stack) {
+      process.stderr.write(`${error.stack}\n`);
+    }
   } else {
     process.stderr.write(
       `utility402: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,

@@ -17,6 +17,7 @@ import { createAuthorizationChecker } from "./chain/authorization-state.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
 import type { Config } from "./config.ts";
+import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./http/connection-limits.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
 import type { JobWorker } from "./jobs/worker.ts";
 import { Metrics } from "./metrics.ts";
@@ -28,6 +29,7 @@ import { journalSettlements } from "./payments/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler-claim.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
 import { Problem } from "./problem.ts";
+import { databaseStartError, listenStartError, rpcStartError } from "./startup-error.ts";
 import { openStore } from "./store/open-store.ts";
 
 export interface RunningService {
@@ -40,6 +42,7 @@ export interface RunningService {
 }
 
 const PROBE_TIMEOUT_MS = 2000;
+const RPC_START_TIMEOUT_MS = 10_000;
 
 const withTimeout = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([
@@ -105,7 +108,7 @@ export async function startService(
   }
   const store = await openStore(config.database, { now: options.clock }).catch(async (error) => {
     await localChain?.stop();
-    throw error;
+    throw databaseStartError(error, config.database);
   });
   let worker: JobWorker | undefined;
   let heldPayments: HeldPaymentSettler | undefined;
@@ -149,6 +152,12 @@ export async function startService(
       await worker.start();
     }
     const backend = createPaymentBackend(payment, inProcess);
+    // Self mode settles over RPC_URL: one that does not answer is a reason not to start, said in one line.
+    if (payment.mode === "self") {
+      await withTimeout(backend.probe(), RPC_START_TIMEOUT_MS).catch((error) => {
+        throw rpcStartError(error, payment.rpcUrl as string);
+      });
+    }
     const resourceServer = new x402ResourceServer(backend.facilitator)
       .register(payment.network, new ExactEvmScheme())
       .registerExtension(bazaarResourceServerExtension);
@@ -285,11 +294,20 @@ export async function startService(
       isShuttingDown: () => shuttingDown,
     });
 
+    // Connections capped in all and per client address, tight header/request/keep-alive timeouts, and
+    // requests in flight capped per client (src/http/connection-limits.ts).
     const server = await new Promise<Server>((resolve, reject) => {
-      const created = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () =>
-        resolve(created as Server),
+      const created = serve(
+        {
+          fetch: limitRequestsPerClient(app.fetch, config.http),
+          port: config.port,
+          hostname: config.host,
+          serverOptions: httpServerOptions(config.http),
+        },
+        () => resolve(created as Server),
       ) as Server;
-      created.once("error", reject);
+      guardConnections(created, config.http, log);
+      created.once("error", (error) => reject(listenStartError(error, config.host, config.port)));
     });
     const { port } = server.address() as AddressInfo;
     const url = config.baseUrl;

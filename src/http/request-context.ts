@@ -3,7 +3,8 @@ import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import type { Logger } from "pino";
 import type { Metrics } from "../metrics.ts";
-import { applyResponseHeaders, type ResponseHeaderVariables } from "./response-headers.ts";
+import { requestRefusal } from "./connection-limits.ts";
+import { applyResponseHeaders, type ResponseHeaderVariables, respond } from "./response-headers.ts";
 
 export interface RequestVariables extends ResponseHeaderVariables {
   requestId: string;
@@ -13,7 +14,7 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * The one middleware every request passes: gives it an id (the caller's x-request-id when it is
- * sane, else a UUID), puts that id and `headers` (the CORS headers) on its response, and writes an
+ * sane, else a UUID), answers a request `limitRequestsPerClient` refused (429), puts that id and `headers` (the CORS headers) on its response, and writes an
  * access log line and the request metrics. Loggers for the request's own lines are children made
  * where they are needed, with `requestId` bound.
  */
@@ -30,7 +31,14 @@ export function requestContext(options: {
     const requestId = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set("requestId", requestId);
     c.set("responseHeaders", { ...headers, "x-request-id": requestId });
-    await next();
+    // A client over its requests in flight (see limitRequestsPerClient) is answered here, before any route.
+    const refusal = requestRefusal(c);
+    if (refusal) {
+      const answer = refusal.toResponse(c.req.path);
+      c.res = respond(c, answer.body, answer);
+    } else {
+      await next();
+    }
     applyResponseHeaders(c);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const matched = routePath(c, -1);
