@@ -15,13 +15,22 @@ export interface LinearPattern {
   readonly evaluated: boolean;
 }
 
+/** Compiled patterns of this thread (Redocly compiles a contract's schemas again for every audit). */
+const compiledCache = new Map<string, RE2JS | undefined>();
+const CACHE_LIMIT = 2_000;
+
 /** RE2JS's translation of JavaScript syntax (\u escapes, (?<name>), [^]) and its compilation; undefined if it cannot. */
 function compileLinear(source: string): RE2JS | undefined {
+  if (compiledCache.has(source)) return compiledCache.get(source);
+  let compiled: RE2JS | undefined;
   try {
-    return RE2JS.compile(RE2JS.translateRegExp(source), RE2JS.LOOKBEHINDS);
+    compiled = RE2JS.compile(RE2JS.translateRegExp(source), RE2JS.LOOKBEHINDS);
   } catch {
-    return undefined;
+    compiled = undefined;
   }
+  if (compiledCache.size >= CACHE_LIMIT) compiledCache.clear();
+  compiledCache.set(source, compiled);
+  return compiled;
 }
 
 /**
