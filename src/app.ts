@@ -231,8 +231,8 @@ export function buildApp(services: AppServices): Hono<Env> {
         requestId: c.get("requestId"),
         log: requestLog,
         downloadToken: c.req.header(DOWNLOAD_TOKEN_HEADER),
-        run: ({ paymentKey }) =>
-          handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now, paymentKey }),
+        run: ({ paymentKey, payer }) =>
+          handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now, paymentKey, payer }),
         onFinal: handler.paymentFinal?.bind(handler),
       });
       // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.

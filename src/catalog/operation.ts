@@ -13,6 +13,8 @@ export interface OperationContext {
   now: () => Date;
   /** The ledger key of the payment this call is made under (absent outside the paid pipeline). */
   paymentKey?: string;
+  /** Who pays for this call (lower-case address; absent outside the paid pipeline): whose fair share it uses. */
+  payer?: string;
 }
 
 /** What a running service hands an operation that needs more than its input (upstream URLs, clients, the store). */

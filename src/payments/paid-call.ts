@@ -73,7 +73,7 @@ export interface PaidCall {
   /** The download token the client sent back to resume a paid download (DOWNLOAD_TOKEN_HEADER). */
   downloadToken?: string;
   /** Runs the operation; an async one records its job under this payment (see onFinal). */
-  run: (payment: { paymentKey: string }) => Promise<OperationResult<unknown>>;
+  run: (payment: { paymentKey: string; payer: string }) => Promise<OperationResult<unknown>>;
   /**
    * Async operations: told when the payment is held (after the ledger says so: the job recorded by
    * run() is queued) or ends unheld (released, failed: the job is dropped), exactly once whichever
@@ -412,7 +412,7 @@ export class PaymentGate {
     if (!answer) {
       let result: OperationResult<unknown>;
       try {
-        result = await call.run({ paymentKey: identity.paymentKey });
+        result = await call.run({ paymentKey: identity.paymentKey, payer: identity.facts.payer });
       } catch (error) {
         const problem =
           error instanceof Problem

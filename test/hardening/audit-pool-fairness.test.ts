@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditJob } from "../../src/operations/openapi-audit/audit.ts";
 import type { ContractDocument } from "../../src/operations/openapi-audit/contract.ts";
-import { payerOf } from "../../src/operations/openapi-audit/index.ts";
 import { LINEAR_FOR_REGEXP, linearRegExp } from "../../src/operations/openapi-audit/linear-regexp.ts";
 import { AuditPool, type AuditPoolOptions } from "../../src/operations/openapi-audit/pool.ts";
 import type { OpenApiAuditOutput } from "../../src/operations/openapi-audit/schema.ts";
@@ -219,20 +218,7 @@ describe("fair shares of the worker pool (stand-in worker: exact timings)", () =
   });
 });
 
-describe("whose share an audit uses", () => {
-  it("is the payer of the payment's ledger key (network, asset, payer, nonce, lower case)", () => {
-    const payer = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8";
-    const key = [
-      "eip155:84532",
-      "0x036cbd53842c5426634e7929541ec2318f3dcf7e",
-      payer,
-      `0x${"12".repeat(32)}`,
-    ].join(":");
-    expect(payerOf(key)).toBe(payer);
-    expect(payerOf(undefined)).toBeUndefined();
-    expect(payerOf("not-a-payment-key")).toBeUndefined();
-  });
-
+describe("the linear engine", () => {
   it("the linear engine keeps RegExp's syntax check: a pattern JavaScript refuses is refused", () => {
     expect(() => linearRegExp("(")).toThrow(SyntaxError);
     expect(linearRegExp(CATASTROPHIC).test(EVIL)).toBe(false);

@@ -18,17 +18,6 @@ export const auditJob = ({ contract, ruleset, maxFindings }: OpenApiAuditInput):
     : { document: contract.document, openapi: contract.openapi, ruleset, maxFindings };
 
 /**
- * The payer of a paid call, from its payment's ledger key ("<network>:<asset>:<payer>:<nonce>",
- * lower case; the network is a CAIP-2 id with its own colon): whose fair share of the audit workers
- * the call uses. Undefined outside the paid pipeline.
- */
-export function payerOf(paymentKey: string | undefined): string | undefined {
-  const parts = paymentKey?.split(":") ?? [];
-  const payer = parts[parts.length - 2];
-  return parts.length >= 4 && payer && /^0x[0-9a-f]{40}$/.test(payer) ? payer : undefined;
-}
-
-/**
  * Runs one validated request in the worker pool; every failure is a Problem, so nothing is charged.
  * `client` (the payer) gets its fair share of the workers: see AuditPool.
  */
@@ -151,7 +140,7 @@ export const openapiAudit = defineOperation({
     },
   ],
   handler: async (input, ctx) => ({
-    body: await runAudit(input, sharedAuditPool(), payerOf(ctx.paymentKey)),
+    body: await runAudit(input, sharedAuditPool(), ctx.payer),
   }),
   close: closeSharedAuditPool,
 });
