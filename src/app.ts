@@ -7,6 +7,7 @@ import type { buildCatalogDocument } from "./catalog/catalog-document.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
+import { requestClient } from "./http/connection-limits.ts";
 import { corsPreflight, corsResponseHeaders } from "./http/cors.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
@@ -231,6 +232,7 @@ export function buildApp(services: AppServices): Hono<Env> {
         requestId: c.get("requestId"),
         log: requestLog,
         downloadToken: c.req.header(DOWNLOAD_TOKEN_HEADER),
+        client: requestClient(c),
         run: ({ paymentKey, payer }) =>
           handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now, paymentKey, payer }),
         onFinal: handler.paymentFinal?.bind(handler),

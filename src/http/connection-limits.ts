@@ -169,7 +169,8 @@ export function guardConnections(server: Server, limits: HttpLimits, log: Logger
 const UNLIMITED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
 
 const REFUSAL = Symbol("utility402.requestRefusal");
-type Marked = IncomingMessage & { [REFUSAL]?: Problem };
+const CLIENT = Symbol("utility402.client");
+type Marked = IncomingMessage & { [REFUSAL]?: Problem; [CLIENT]?: string };
 
 /**
  * Counts each client's requests in flight (from the request until its response is finished or
@@ -199,6 +200,7 @@ export function limitRequestsPerClient(fetch: Fetch, limits: HttpLimits): Fetch 
       incoming.headers["x-forwarded-for"],
       isTrusted,
     );
+    incoming[CLIENT] = client;
     const count = inFlight.get(client) ?? 0;
     if (count >= max) {
       incoming[REFUSAL] = tooMany;
@@ -227,4 +229,10 @@ export function limitRequestsPerClient(fetch: Fetch, limits: HttpLimits): Fetch 
 export function requestRefusal(c: Context): Problem | undefined {
   const env = c.env as Partial<NodeBindings> | undefined;
   return (env?.incoming as Marked | undefined)?.[REFUSAL];
+}
+
+/** The client a request is counted against (see clientAddress), as `limitRequestsPerClient` found it. */
+export function requestClient(c: Context): string | undefined {
+  const env = c.env as Partial<NodeBindings> | undefined;
+  return (env?.incoming as Marked | undefined)?.[CLIENT];
 }

@@ -25,6 +25,7 @@ import { isStoreOutage } from "../store/outage.ts";
 import type { PaymentCompletion, PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
 import { jobDeadline } from "./held-payment-settler.ts";
 import { LeaseKeeper, STALE_LEASE_MS } from "./lease-keeper.ts";
+import { replayVerdict } from "./replay-policy.ts";
 import { shortReason } from "./short-reason.ts";
 import type { PaymentTerms } from "./terms.ts";
 
@@ -37,16 +38,7 @@ const RETRY_AFTER_SECONDS = 5;
 const DUPLICATE_WAIT_MS = 15_000;
 /** Beyond two settlement waits, the margin a held payment keeps between its job's deadline and its expiry. */
 const SETTLE_MARGIN_MS = 30_000;
-/** How long after a payment became final its outcome is replayed to the same payment and request. */
-const REPLAY_WINDOW_MS = 120_000;
-/**
- * A paid download may be resumed (Range) with the same payment for an hour: a large file on a slow
- * or broken link takes more than two minutes. Past the first two minutes a resume must also carry
- * the download token the first answer gave (DOWNLOAD_TOKEN_HEADER): the payment itself is public on
- * chain once settled, and must not let anyone who reads the chain download the product for an hour.
- */
-export const PRODUCT_REPLAY_WINDOW_MS = 3600_000;
-/** A secret per sold download, sent with its first answer and required to resume it after REPLAY_WINDOW_MS. */
+/** A secret per sold download, sent with its first answer: whoever resumes it must present it (see replay-policy.ts). */
 export const DOWNLOAD_TOKEN_HEADER = "x-download-token";
 /** After validBefore (+ clock skew) an unused authorization can no longer land: the payment is over. */
 const EXPIRY_MARGIN_SECONDS = 30;
@@ -72,6 +64,8 @@ export interface PaidCall {
   log: Logger;
   /** The download token the client sent back to resume a paid download (DOWNLOAD_TOKEN_HEADER). */
   downloadToken?: string;
+  /** The client's address (behind a trusted proxy, the forwarded one): a sold download is bound to its first caller. */
+  client?: string;
   /** Runs the operation; an async one records its job under this payment (see onFinal). */
   run: (payment: { paymentKey: string; payer: string }) => Promise<OperationResult<unknown>>;
   /**
@@ -432,6 +426,7 @@ export class PaymentGate {
       answer = {
         status: result.status ?? 200,
         headers: { "content-type": operation.outputContentType, ...result.headers },
+        ...(operation.kind === "product" && call.client ? { firstCaller: sha256(call.client) } : {}),
         ...(result.file
           ? { body: "", file: result.file }
           : { body: result.bodyText ?? JSON.stringify(result.body) }),
@@ -690,20 +685,25 @@ export class PaymentGate {
       // The signed payload is public once settled (it is the transaction's calldata): replay only
       // to the client's own prompt retries, not forever to anyone who reads the chain.
       // A sold download may be resumed for longer; a failed one is a failure like any other.
-      const window =
-        call.operation.kind === "product" && record.state === "settled"
-          ? PRODUCT_REPLAY_WINDOW_MS
-          : REPLAY_WINDOW_MS;
-      const age = this.now() - Date.parse(record.updatedAt);
       const token = record.outcome.headers[DOWNLOAD_TOKEN_HEADER];
-      const proven =
-        token !== undefined && call.downloadToken !== undefined && safeEqual(call.downloadToken, token);
-      if (age > window || (age > REPLAY_WINDOW_MS && !proven)) {
+      const { firstCaller } = record.outcome;
+      const verdict = replayVerdict({
+        soldDownload: call.operation.kind === "product" && record.state === "settled",
+        ageMs: this.now() - Date.parse(record.updatedAt),
+        token,
+        tokenPresented:
+          token !== undefined && call.downloadToken !== undefined && safeEqual(call.downloadToken, token),
+        firstCaller:
+          firstCaller !== undefined &&
+          call.client !== undefined &&
+          safeEqual(sha256(call.client), firstCaller),
+      });
+      if (verdict !== "serve") {
         throw new Problem(
           409,
           "payment-already-used",
           "Payment already used",
-          age > window || token === undefined
+          verdict === "expired"
             ? "this payment was already used and its outcome is no longer served; sign a new payment"
             : `this download is resumed with its payment and the ${DOWNLOAD_TOKEN_HEADER} header its first answer carried`,
         );

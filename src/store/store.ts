@@ -27,6 +27,8 @@ export interface StoredOutcome {
   body: string;
   /** A download: the body is this file, streamed from disk when the outcome is sent (body is then ""). */
   file?: FileBody;
+  /** A sold download's first caller (sha256 of its address): its own prompt retry needs no download token. */
+  firstCaller?: string;
 }
 
 /** A release file a paid download streams; its bytes never pass through the store. */
