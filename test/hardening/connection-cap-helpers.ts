@@ -99,23 +99,21 @@ export function probeHealth(
   options: { timeoutMs?: number; localAddress?: string } = {},
 ): Promise<number | string> {
   const timeoutMs = options.timeoutMs ?? PROBE_TIMEOUT_MS;
-  return new Promise((resolve) => {
+  return new Promise<number | string>((resolve) => {
     const request = http.get(
-      {
-        host: "127.0.0.1",
-        port,
-        path: "/healthz",
-        agent: false,
-        timeout: timeoutMs,
-        localAddress: options.localAddress,
-      },
+      { host: "127.0.0.1", port, path: "/healthz", agent: false, localAddress: options.localAddress },
       (response) => {
         response.resume();
         response.on("end", () => resolve(response.statusCode ?? 0));
         response.on("error", (error) => resolve(error.message));
       },
     );
-    request.on("timeout", () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    // A deadline on the whole exchange, connecting included (a socket timeout starts only once connected).
+    const deadline = setTimeout(
+      () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    request.on("close", () => clearTimeout(deadline));
     request.on("error", (error) => resolve((error as NodeJS.ErrnoException).code ?? error.message));
   });
 }

@@ -132,7 +132,12 @@ export interface AttackOutcome {
  * concurrent catastrophic-pattern audits paid by a hostile payer. Each paid call's charge is read from
  * the chain (the payer's USDC balance before and after).
  */
-export async function runAttack(scenario: RunningScenario, paidCalls: number): Promise<AttackOutcome> {
+export async function runAttack(
+  scenario: RunningScenario,
+  paidCalls: number,
+  parts: { sockets?: boolean; yaml?: boolean; redos?: boolean } = {},
+): Promise<AttackOutcome> {
+  const { sockets = true, yaml = true, redos: withRedos = true } = parts;
   const chain = createPublicClient({ transport: http(scenario.rpcUrl) });
   const balanceOf = (address: `0x${string}`) =>
     chain.readContract({
@@ -155,10 +160,10 @@ export async function runAttack(scenario: RunningScenario, paidCalls: number): P
   const price = BigInt(terms.accepts[0]?.amount as string);
 
   let attacking = true;
-  const attack: Attack = startIdleSocketAttack(scenario.port, "127.0.0.3");
+  const attack: Attack | undefined = sockets ? startIdleSocketAttack(scenario.port, "127.0.0.3") : undefined;
   const bigBody = JSON.stringify({ contract: keysYaml(85_000) });
   const bigYamlAnswers: number[] = [];
-  const senders = Array.from({ length: 2 }, async () => {
+  const senders = Array.from({ length: yaml ? 2 : 0 }, async () => {
     while (attacking) {
       const response = await fetch(`${scenario.base}/v1/openapi-audit`, jsonPost(bigBody)).catch(
         () => undefined,
@@ -167,7 +172,7 @@ export async function runAttack(scenario: RunningScenario, paidCalls: number): P
       await response?.arrayBuffer().catch(() => undefined);
     }
   });
-  const redos = Array.from({ length: 6 }, async (_, i) => {
+  const redos = Array.from({ length: withRedos ? 6 : 0 }, async (_, i) => {
     const response = await hostile.fetch(
       `${scenario.base}/v1/openapi-audit`,
       jsonPost({ contract: catastrophic(i) }),
@@ -191,11 +196,11 @@ export async function runAttack(scenario: RunningScenario, paidCalls: number): P
         price,
       });
     }
-    await attack.opened;
+    await attack?.opened;
   } finally {
     attacking = false;
     await Promise.all(senders);
-    await attack.stop();
+    await attack?.stop();
   }
   const redosAnswers = await Promise.all(redos);
   return { bigYamlAnswers, redosAnswers, paid };
