@@ -285,6 +285,8 @@ async function waitForRpc(rpcUrl: string, child: ChildProcess, stderr: () => str
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+        // Something that accepts connections on the port but never answers must not hang the start.
+        signal: AbortSignal.timeout(1000),
       });
       const { result } = (await response.json()) as { result?: string };
       if (result && Number(result) === LOCAL_CHAIN_ID) return;
