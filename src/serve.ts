@@ -151,7 +151,7 @@ export async function startService(
       );
       await worker.start();
     }
-    const backend = createPaymentBackend(payment, inProcess);
+    const backend = createPaymentBackend(payment, inProcess, settlementJournal.journal);
     // Self mode settles over RPC_URL: one that does not answer is a reason not to start, said in one line.
     if (payment.mode === "self") {
       await withTimeout(backend.probe(), RPC_START_TIMEOUT_MS).catch((error) => {

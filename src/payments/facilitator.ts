@@ -4,7 +4,7 @@ import type { Network } from "@x402/core/types";
 import { failingOnTransportErrors } from "../chain/transport-failures.ts";
 import type { Config } from "../config.ts";
 import { ExactEip3009Scheme } from "./exact-eip3009-scheme.ts";
-import { createSettlerSigner, type SettlerSigner } from "./settler-signer.ts";
+import { createSettlerSigner, type SettlementJournal, type SettlerSigner } from "./settler-signer.ts";
 
 /** How this instance verifies and settles: a facilitator client plus what /readyz needs to probe it. */
 export interface PaymentBackend {
@@ -39,6 +39,7 @@ export function inProcessFacilitator(signer: SettlerSigner, network: Network): F
 export function createPaymentBackend(
   config: Config["payment"],
   inProcess?: { privateKey: `0x${string}`; rpcUrl: string; pollingIntervalMs: number },
+  journal?: SettlementJournal,
 ): PaymentBackend {
   if (config.mode === "facilitator") {
     const url = config.facilitatorUrl as string;
@@ -65,6 +66,7 @@ export function createPaymentBackend(
   if (!inProcess) throw new Error(`payment mode ${config.mode} needs a settlement key and an RPC URL`);
   const signer = createSettlerSigner({
     ...inProcess,
+    journal,
     chainId: config.chainId,
     confirmationTimeoutMs: config.settlementTimeoutMs,
   });

@@ -1,12 +1,7 @@
 import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
-import { privateKeyToAccount } from "viem/accounts";
 import type { Store } from "../store/store.ts";
-import {
-  attachSettlementJournal,
-  type SettlementJournal,
-  type SettlementTransactionNote,
-} from "./settler-signer.ts";
+import type { SettlementJournal, SettlementTransactionNote } from "./settler-signer.ts";
 
 export const SETTLEMENT_TRANSACTIONS_METRIC = "utility402_settlement_transactions_lost_total";
 
@@ -72,26 +67,19 @@ export function createStoreJournal(
 }
 
 /**
- * Connects the in-process settler (local and self modes) to a store journal; a no-op without one.
- * `close` detaches it and waits for its last writes (before the store closes).
+ * The journal of the in-process settler (local and self modes), for createPaymentBackend; none in
+ * facilitator mode. `close` waits for its last writes (before the store closes).
  */
 export function journalSettlements(
   store: Store,
   log: Logger,
-  inProcess: { privateKey: `0x${string}`; rpcUrl: string } | undefined,
-): { registerMetrics(registry: Registry): void; close(): Promise<void> } {
+  inProcess: object | undefined,
+): { journal?: SettlementJournal; registerMetrics(registry: Registry): void; close(): Promise<void> } {
   if (!inProcess) return { registerMetrics: () => {}, close: async () => {} };
   const journal = createStoreJournal(store, log.child({ component: "settler" }));
-  const detach = attachSettlementJournal(
-    inProcess.rpcUrl,
-    privateKeyToAccount(inProcess.privateKey).address,
-    journal,
-  );
   return {
+    journal,
     registerMetrics: (registry) => journal.registerMetrics(registry),
-    async close() {
-      detach();
-      await journal.flush();
-    },
+    close: () => journal.flush(),
   };
 }

@@ -69,25 +69,6 @@ export interface SettlementJournal {
   note(note: SettlementTransactionNote): void;
 }
 
-const journals = new Map<string, SettlementJournal>();
-const journalKey = (rpcUrl: string, address: string) => `${rpcUrl}|${address.toLowerCase()}`;
-
-/**
- * Connects the settler of `address` over `rpcUrl` in this process to a journal (the composition root
- * does this once it has the store); returns the detach function. A settler without one only logs.
- */
-export function attachSettlementJournal(
-  rpcUrl: string,
-  address: string,
-  journal: SettlementJournal,
-): () => void {
-  const key = journalKey(rpcUrl, address);
-  journals.set(key, journal);
-  return () => {
-    if (journals.get(key) === journal) journals.delete(key);
-  };
-}
-
 /** A gas limit from an estimate: a quarter more, plus a fresh storage slot (payTo's balance may have been emptied). */
 export const gasLimitFor = (estimate: bigint) => (estimate * 5n) / 4n + 25_000n;
 
@@ -122,6 +103,8 @@ export function createSettlerSigner(options: {
   gapCheckMs?: number;
   /** How long sent transactions are kept to be sent again if the chain loses them. Default 10 min. */
   retainSentMs?: number;
+  /** Where what became of the transactions the chain lost is reported; without one the settler only logs. */
+  journal?: SettlementJournal;
 }): SettlerSigner {
   const account = privateKeyToAccount(options.privateKey);
   const chain: Chain = defineChain({
@@ -290,9 +273,8 @@ export function createSettlerSigner(options: {
   // The chain may lose what it accepted (a node restart, a mempool eviction, a reorg, a chain restored
   // from an earlier state): every later transaction then waits behind the missing nonces and no
   // settlement lands. A regular check finds such a gap and closes it.
-  const journalOf = () => journals.get(journalKey(options.rpcUrl, account.address));
   const note = (tx: SentTransaction, event: SettlementTransactionNote["event"], detail?: string) =>
-    journalOf()?.note({
+    options.journal?.note({
       account: account.address.toLowerCase(),
       txHash: tx.hash,
       nonce: tx.nonce,
@@ -331,7 +313,7 @@ export function createSettlerSigner(options: {
         if (!tx) {
           await fillNonce(nonce).then(
             (hash) =>
-              journalOf()?.note({
+              options.journal?.note({
                 account: account.address.toLowerCase(),
                 txHash: hash,
                 nonce,
