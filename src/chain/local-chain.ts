@@ -42,17 +42,46 @@ const FIAT_TOKEN_ABI = parseAbi([
   "function name() view returns (string)",
 ]);
 
-/** The anvil binary of the installed `@foundry-rs/anvil-<platform>-<arch>` package (what every local chain runs). */
-export function anvilBinary(): string {
+/**
+ * The anvil binary every local chain runs, from the cross-platform `@foundry-rs/anvil` package. That
+ * package's `anvil` bin is a Node wrapper that spawns the real binary; the chain runs the binary itself
+ * (its pid is the one stopped, and a pid file's process is recognised by its name), which ships in the
+ * wrapper's per-platform optional dependency `@foundry-rs/anvil-<platform>-<arch>` (`bin/anvil`). That
+ * package is resolved from the wrapper (where npm puts it, hoisted or not), then where the wrapper's own
+ * postinstall would have written it, then from this project (a platform package installed directly).
+ * `from` is where resolution starts (this module; a test gives another node_modules layout).
+ */
+export function anvilBinary(from: string = import.meta.url): string {
+  const projectRequire = createRequire(from);
   const arch = { x64: "amd64", arm64: "arm64" }[process.arch as string];
-  const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
+  const binaryName = process.platform === "win32" ? "anvil.exe" : "anvil";
+  const platformPackage = `@foundry-rs/anvil-${process.platform}-${arch}`;
+  const candidates: (() => string)[] = [];
   try {
-    return path.join(path.dirname(require.resolve(`${pkg}/package.json`)), "bin", "anvil");
-  } catch {
-    throw new Error(
-      `anvil is not installed for ${process.platform}/${process.arch} (expected npm package ${pkg})`,
+    const wrapperManifest = projectRequire.resolve("@foundry-rs/anvil/package.json");
+    const fromWrapper = createRequire(wrapperManifest);
+    candidates.push(
+      () =>
+        path.join(path.dirname(fromWrapper.resolve(`${platformPackage}/package.json`)), "bin", binaryName),
+      () => path.join(path.dirname(wrapperManifest), binaryName),
     );
+  } catch {
+    // The wrapper is not installed: the platform package may still be.
   }
+  candidates.push(() =>
+    path.join(path.dirname(projectRequire.resolve(`${platformPackage}/package.json`)), "bin", binaryName),
+  );
+  for (const candidate of candidates) {
+    try {
+      const binary = candidate();
+      if (fs.existsSync(binary)) return binary;
+    } catch {
+      // not installed here: try the next place
+    }
+  }
+  throw new Error(
+    `anvil is not installed for ${process.platform}/${process.arch} (expected npm package @foundry-rs/anvil with its ${platformPackage}; it is an optional dependency: run npm install without --omit=optional)`,
+  );
 }
 
 interface Artifact {
