@@ -3,6 +3,7 @@ import {
   type OperationEnvironment,
   type StartedOperation,
 } from "../../catalog/operation.ts";
+import { limitConcurrency } from "../retry.ts";
 import { buildExpertQuery } from "./expert-query.ts";
 import { fetchNotices } from "./fetch-notices.ts";
 import {
@@ -13,7 +14,7 @@ import {
 } from "./schema.ts";
 import { type SearchCache, StoreSearchCache } from "./search-cache.ts";
 import { buildShortlist, type FetchedNotices, fetchedNoticesCodec } from "./shortlist.ts";
-import { concurrencyLimit, TedClient } from "./ted-client.ts";
+import { TedClient } from "./ted-client.ts";
 
 /** Distinct queries also kept in memory per instance; each holds at most 500 normalised notices. */
 const CACHE_MAX_LOCAL_ENTRIES = 200;
@@ -55,7 +56,7 @@ function bind(env: OperationEnvironment): StartedOperation<TenderShortlistInput,
     retries: RETRIES,
     backoffBaseMs: config.ted.retryBaseMs,
     maxRetryAfterMs: config.ted.timeoutMs,
-    limit: concurrencyLimit(config.ted.maxInFlight),
+    limit: limitConcurrency(config.ted.maxInFlight),
   });
   // In the store, so that instances sharing a database share the cache and fetch a query once.
   const cache = new StoreSearchCache<FetchedNotices>({

@@ -7,9 +7,9 @@ import {
 } from "../../../test/fixtures/ted/stand-in.ts";
 import { freePort } from "../../../test/helpers/service.ts";
 import { Problem } from "../../problem.ts";
+import { limitConcurrency } from "../retry.ts";
 import { fetchNotices, MAX_PAGES, PAGE_SIZE } from "./fetch-notices.ts";
 import {
-  concurrencyLimit,
   retryAfterMs,
   TED_FIELDS,
   TED_MAX_FIELDS_PER_PAGE,
@@ -46,7 +46,7 @@ function clientOf(url: string, options: Partial<TedClientOptions> = {}) {
     retries: 3,
     backoffBaseMs: 100,
     maxRetryAfterMs: 10_000,
-    limit: concurrencyLimit(4),
+    limit: limitConcurrency(4),
     random: () => 1,
     sleep: async (ms) => {
       waits.push(ms);
@@ -166,7 +166,7 @@ describe("the TED client", () => {
       most = Math.max(most, inFlight);
       return { body: PAGE_03, delayMs: 40 };
     });
-    const { client } = clientOf(ted.url, { limit: concurrencyLimit(2) });
+    const { client } = clientOf(ted.url, { limit: limitConcurrency(2) });
     const tracked = () =>
       client.searchPage(REQUEST).finally(() => {
         inFlight--;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Problem } from "../../problem.ts";
+import { type Limit, retry, sleep } from "../retry.ts";
 
 /**
  * The notice fields a shortlist reads (TED returns `links` with every notice unasked): every deadline TED
@@ -84,7 +85,7 @@ export interface TedClientOptions {
   /** Longest wait honoured from a Retry-After header (a longer one ends the retries). */
   maxRetryAfterMs: number;
   /** Bounds the upstream calls in flight across all requests of this service. */
-  limit: <T>(call: () => Promise<T>) => Promise<T>;
+  limit: Limit;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
@@ -114,36 +115,48 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 export class TedClient {
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(private readonly options: TedClientOptions) {
     this.random = options.random ?? Math.random;
-    this.sleep = options.sleep ?? defaultSleep;
+    this.sleep = options.sleep ?? sleep;
   }
 
   /** One result page; throws a 502 Problem once the retries are spent or the answer is unusable. */
   async searchPage(request: TedSearchRequest): Promise<TedPageResult> {
-    let lastError = "no attempt made";
-    for (let attempt = 0; attempt <= this.options.retries; attempt++) {
-      try {
-        return await this.options.limit(() => this.attempt(request));
-      } catch (error) {
-        if (!(error instanceof RetryableError)) throw error;
-        lastError = error.message;
-        if (attempt === this.options.retries) break;
-        const backoff = this.options.backoffBaseMs * 2 ** attempt * (0.5 + this.random() / 2);
-        if (error.retryAfterMs !== undefined && error.retryAfterMs > this.options.maxRetryAfterMs) {
-          lastError += ` (asked to retry after ${Math.ceil(error.retryAfterMs / 1000)} s)`;
-          break;
-        }
-        await this.sleep(Math.max(backoff, error.retryAfterMs ?? 0));
+    const attempts = this.options.retries + 1;
+    let tried = 0;
+    try {
+      return await retry(
+        ({ number }) => {
+          tried = number;
+          return this.options.limit(() => this.attempt(request));
+        },
+        {
+          attempts,
+          baseMs: this.options.backoffBaseMs,
+          jitter: this.random,
+          retryOn: (error) => error instanceof RetryableError,
+          retryAfterMs: (outcome) =>
+            "error" in outcome ? (outcome.error as RetryableError).retryAfterMs : undefined,
+          maxRetryAfterMs: this.options.maxRetryAfterMs,
+          sleep: this.sleep,
+        },
+      );
+    } catch (error) {
+      if (!(error instanceof RetryableError)) throw error;
+      let lastError = error.message;
+      if (
+        tried < attempts &&
+        error.retryAfterMs !== undefined &&
+        error.retryAfterMs > this.options.maxRetryAfterMs
+      ) {
+        lastError += ` (asked to retry after ${Math.ceil(error.retryAfterMs / 1000)} s)`;
       }
+      throw upstreamUnavailable(`${lastError} after ${attempts} attempts`);
     }
-    throw upstreamUnavailable(`${lastError} after ${this.options.retries + 1} attempts`);
   }
 
   private async attempt(request: TedSearchRequest): Promise<TedPageResult> {
@@ -193,21 +206,4 @@ export class TedClient {
     if (page.data.timedOut) throw new RetryableError("a search that timed out upstream");
     return { notices: page.data.notices as TedNotice[], totalNoticeCount: page.data.totalNoticeCount };
   }
-}
-
-/** Runs at most `max` calls at once; the rest wait in arrival order. A finished call hands its slot on. */
-export function concurrencyLimit(max: number): <T>(call: () => Promise<T>) => Promise<T> {
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  return async <T>(call: () => Promise<T>): Promise<T> => {
-    if (running < max) running++;
-    else await new Promise<void>((resolve) => waiting.push(resolve));
-    try {
-      return await call();
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else running--;
-    }
-  };
 }
