@@ -4,6 +4,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { retry } from "../retry.ts";
 import {
   type DatasetMeta,
   latestUpdatePosted,
@@ -466,20 +467,19 @@ async function getPage(fetchPage: typeof fetch, url: URL): Promise<Page> {
   return body;
 }
 
-async function withRetries<T>(
+/** Tries `attempt` once and `retries` more times on a retryable UpstreamError, waiting delayMs, then twice that, … between. */
+function withRetries<T>(
   retries: number,
   delayMs: number,
   sleep: (ms: number) => Promise<void>,
   attempt: () => Promise<T>,
 ): Promise<T> {
-  for (let tried = 0; ; tried++) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (tried >= retries || !(error instanceof UpstreamError) || !error.retryable) throw error;
-      await sleep(delayMs * 2 ** tried);
-    }
-  }
+  return retry(attempt, {
+    attempts: retries + 1,
+    baseMs: delayMs,
+    retryOn: (error) => error instanceof UpstreamError && error.retryable,
+    sleep,
+  });
 }
 
 const thousands = (n: number) => n.toLocaleString("en-US");
