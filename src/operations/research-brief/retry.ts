@@ -1,3 +1,5 @@
+import { retry } from "../retry.ts";
+
 /**
  * A provider call that failed; `retryable` when a retry may fix it (network, timeout, 429, 5xx).
  * An HTTP error answer also carries its status and body (parsed JSON when it was JSON), so a caller
@@ -22,21 +24,21 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 1000 };
 
-/** Calls `work` until it succeeds, a non-retryable error, or the attempts run out (then throws the last error). */
-export async function withRetries<T>(
+/**
+ * Calls `work` until it succeeds, a non-retryable ProviderError, or the attempts run out (then throws the last
+ * error); waits baseDelayMs, then twice that, … between. An aborted signal ends a wait at once (its reason is thrown).
+ */
+export function withRetries<T>(
   work: () => Promise<T>,
   policy: RetryPolicy,
   signal?: AbortSignal,
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await work();
-    } catch (error) {
-      const retryable = error instanceof ProviderError ? error.retryable : true;
-      if (!retryable || attempt >= policy.attempts || signal?.aborted) throw error;
-      await new Promise((resolve) => setTimeout(resolve, policy.baseDelayMs * 2 ** (attempt - 1)));
-    }
-  }
+  return retry(work, {
+    attempts: policy.attempts,
+    baseMs: policy.baseDelayMs,
+    retryOn: (error) => (error instanceof ProviderError ? error.retryable : true),
+    signal,
+  });
 }
 
 /** fetch with a timeout, turning transport failures and retryable statuses into ProviderErrors. */
