@@ -1,3 +1,4 @@
+import { abortable, type Limit, limitConcurrency } from "../retry.ts";
 import { providerFetch } from "./retry.ts";
 
 /**
@@ -7,32 +8,23 @@ import { providerFetch } from "./retry.ts";
  * hosts run side by side.
  */
 export class HostQueue {
-  private readonly tails = new Map<string, Promise<void>>();
+  /** Each host's limit of one call, kept while some call for the host is running or waiting. */
+  private readonly hosts = new Map<string, { limit: Limit; calls: number }>();
 
   run<T>(url: string, task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     const host = new URL(url).host;
-    const previous = this.tails.get(host) ?? Promise.resolve();
-    const result = previous.then(() => {
-      signal?.throwIfAborted();
-      return task();
+    let entry = this.hosts.get(host);
+    if (!entry) {
+      entry = { limit: limitConcurrency(1), calls: 0 };
+      this.hosts.set(host, entry);
+    }
+    const held = entry;
+    held.calls++;
+    const result = held.limit(task, signal).finally(() => {
+      if (--held.calls === 0 && this.hosts.get(host) === held) this.hosts.delete(host);
     });
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.tails.set(host, tail);
-    void tail.then(() => {
-      if (this.tails.get(host) === tail) this.tails.delete(host);
-    });
-    if (!signal) return result;
-    // A caller that gives up stops waiting at once; its turn, when it comes, is skipped.
-    return Promise.race([
-      result,
-      new Promise<never>((_, reject) => {
-        if (signal.aborted) reject(signal.reason);
-        else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-      }),
-    ]);
+    // A caller that gives up stops waiting at once: a waiter leaves the queue, a running call's answer is dropped.
+    return abortable(result, signal);
   }
 }
 
