@@ -94,14 +94,14 @@ export async function startScenarioService(): Promise<RunningScenario> {
 }
 
 /** /healthz probes on new connections every `everyMs` until stopped: latencies (ms) and failures. */
-export function watchdog(port: number, everyMs = 50) {
+export function watchdog(port: number, everyMs = 50, timeoutMs = PROBE_TIMEOUT_MS) {
   const latencies: number[] = [];
   const failures: string[] = [];
   let running = true;
   const done = (async () => {
     while (running) {
       const started = process.hrtime.bigint();
-      const status = await probeHealth(port, { timeoutMs: PROBE_TIMEOUT_MS });
+      const status = await probeHealth(port, { timeoutMs });
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       if (status === 200) latencies.push(ms);
       else failures.push(String(status));
