@@ -1,54 +1,20 @@
-import { encodePaymentSignatureHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { standInPayment, standInRequirements, standInTerms } from "../../test/helpers/gate-stand-ins.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
-import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../config.ts";
 import { Metrics } from "../metrics.ts";
 import { csvCleanup } from "../operations/csv-cleanup/index.ts";
 import { SqliteStore } from "../store/sqlite/sqlite-store.ts";
 import type { PaymentState } from "../store/store.ts";
 import { type PaidCall, PaymentGate } from "./paid-call.ts";
-import type { PaymentTerms } from "./terms.ts";
 
 const TX = `0x${"ab".repeat(32)}` as const;
-const requirements: PaymentRequirements = {
-  scheme: "exact",
-  network: BASE_NETWORK as `${string}:${string}`,
-  asset: BASE_USDC_ADDRESS,
-  amount: "2000000",
-  payTo: "0x1111111111111111111111111111111111111111",
-  maxTimeoutSeconds: 120,
-  extra: { name: "USD Coin", version: "2" },
-};
-const terms: PaymentTerms = {
-  requirements,
-  paymentRequired: { x402Version: 2, resource: { url: "http://x/v1/csv-cleanup" }, accepts: [requirements] },
-  header: "terms",
-} as unknown as PaymentTerms;
+const requirements = standInRequirements;
+const terms = standInTerms;
 
 let nonce = 0;
-/** A well-formed exact payment (the resource server below is a stand-in: nothing checks the signature). */
-function paymentHeader(): string {
-  nonce++;
-  const payload: PaymentPayload = {
-    x402Version: 2,
-    accepted: requirements,
-    payload: {
-      signature: `0x${"11".repeat(65)}`,
-      authorization: {
-        from: "0x2222222222222222222222222222222222222222",
-        to: requirements.payTo,
-        value: requirements.amount,
-        validAfter: "0",
-        validBefore: String(Math.floor(Date.now() / 1000) + 600),
-        nonce: `0x${nonce.toString(16).padStart(64, "0")}`,
-      },
-    },
-  } as PaymentPayload;
-  return encodePaymentSignatureHeader(payload);
-}
+const paymentHeader = () => standInPayment(++nonce);
 
 /** A resource server that verifies everything and settles as told. */
 const resourceServer = (settle: () => Promise<unknown>) =>

@@ -8,6 +8,7 @@ import {
   sharedAuditPool,
 } from "../../src/operations/openapi-audit/pool.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+import { catastrophic } from "./hostile-inputs.ts";
 
 /**
  * Issue 16, finding 6, through the service and the local chain: one payer's six audits of contracts
@@ -17,28 +18,6 @@ import { jsonPost, startTestService, type TestService, usdcBalances } from "../h
  */
 
 const AUDIT_PRICE = 50_000n; // USD 0.05 in USDC atomic units
-const EVIL = `${"a".repeat(40)}!`;
-
-const catastrophic = (variant: number) => ({
-  openapi: "3.1.0",
-  info: { title: `ReDoS ${variant}`, version: "1.0.0" },
-  paths: {
-    "/names": {
-      post: {
-        operationId: `postName${variant}`,
-        requestBody: {
-          content: {
-            "application/json": {
-              schema: { type: "string", pattern: "^(a+)+$", example: EVIL },
-              example: EVIL,
-            },
-          },
-        },
-        responses: { "200": { description: "OK" } },
-      },
-    },
-  },
-});
 
 async function until(condition: () => boolean, what: string): Promise<void> {
   for (let waited = 0; waited < 120; waited++) {

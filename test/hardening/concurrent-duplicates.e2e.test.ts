@@ -1,17 +1,19 @@
-import { encodePaymentSignatureHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccounts, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
-import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { Metrics } from "../../src/metrics.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
 import { PaymentGate } from "../../src/payments/paid-call.ts";
-import type { PaymentTerms } from "../../src/payments/terms.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import {
+  STAND_IN_PAYER,
+  standInPayment,
+  standInRequirements,
+  standInTerms,
+} from "../helpers/gate-stand-ins.ts";
 import {
   databaseUrlOf,
   freePort,
@@ -82,39 +84,9 @@ describe("the same payment sent 50 times at once to two instances", () => {
 });
 
 describe("a copy whose verification is refused because a concurrent copy just settled the payment", () => {
-  const requirements: PaymentRequirements = {
-    scheme: "exact",
-    network: BASE_NETWORK as `${string}:${string}`,
-    asset: BASE_USDC_ADDRESS,
-    amount: "2000000",
-    payTo: "0x1111111111111111111111111111111111111111",
-    maxTimeoutSeconds: 120,
-    extra: { name: "USD Coin", version: "2" },
-  };
-  const terms = {
-    requirements,
-    paymentRequired: {
-      x402Version: 2,
-      resource: { url: "http://x/v1/csv-cleanup" },
-      accepts: [requirements],
-    },
-    header: "terms",
-  } as unknown as PaymentTerms;
-  const header = encodePaymentSignatureHeader({
-    x402Version: 2,
-    accepted: requirements,
-    payload: {
-      signature: `0x${"11".repeat(65)}`,
-      authorization: {
-        from: "0x2222222222222222222222222222222222222222",
-        to: requirements.payTo,
-        value: requirements.amount,
-        validAfter: "0",
-        validBefore: String(Math.floor(Date.now() / 1000) + 600),
-        nonce: `0x${"07".repeat(32)}`,
-      },
-    },
-  } as PaymentPayload);
+  const requirements = standInRequirements;
+  const terms = standInTerms;
+  const header = standInPayment(7);
 
   it("gets the settled outcome, not a 402", async () => {
     const store = new SqliteStore(":memory:");
@@ -140,7 +112,7 @@ describe("a copy whose verification is refused because a concurrent copy just se
         success: true,
         transaction: `0x${"ab".repeat(32)}`,
         network: requirements.network,
-        payer: "0x2222222222222222222222222222222222222222",
+        payer: STAND_IN_PAYER,
       }),
     } as unknown as x402ResourceServer;
     const gate = new PaymentGate({

@@ -9,6 +9,7 @@ import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { type Spawned, spawnUtility402, waitFor } from "../helpers/processes.ts";
 import { freePort } from "../helpers/service.ts";
 import { type Attack, probeHealth, startIdleSocketAttack } from "./connection-cap-helpers.ts";
+import { catastrophic, keysYaml } from "./hostile-inputs.ts";
 
 /**
  * Issue 16's load test with a watchdog, shared by test/hardening/load-watchdog.e2e.test.ts (what cannot
@@ -20,31 +21,6 @@ import { type Attack, probeHealth, startIdleSocketAttack } from "./connection-ca
 export const PROBE_TIMEOUT_MS = 5000;
 
 /** openapi-audit's worst text input: a YAML contract with 85,000 keys in one mapping (~1.09 MB). */
-export const keysYaml = (n: number) =>
-  `openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths: {}\nx-data:\n${Array.from({ length: n }, (_, i) => `  k${i}: 1\n`).join("")}`;
-
-const EVIL = `${"a".repeat(40)}!`;
-/** A contract whose pattern backtracks catastrophically on its own example. */
-export const catastrophic = (variant: number) => ({
-  openapi: "3.1.0",
-  info: { title: `ReDoS ${variant}`, version: "1.0.0" },
-  paths: {
-    "/names": {
-      post: {
-        operationId: `postName${variant}`,
-        requestBody: {
-          content: {
-            "application/json": {
-              schema: { type: "string", pattern: "^(a+)+$", example: EVIL },
-              example: EVIL,
-            },
-          },
-        },
-        responses: { "200": { description: "OK" } },
-      },
-    },
-  },
-});
 
 const jsonPost = (body: unknown): RequestInit => ({
   method: "POST",

@@ -1,45 +1,23 @@
-import { encodePaymentSignatureHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { Metrics } from "../../src/metrics.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
 import { LEASE_TTL_MS, STALE_LEASE_MS } from "../../src/payments/lease-keeper.ts";
 import { type PaidCall, PaymentGate } from "../../src/payments/paid-call.ts";
-import type { PaymentTerms } from "../../src/payments/terms.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import {
+  STAND_IN_PAYER,
+  standInPayment,
+  standInPaymentKey,
+  standInRequirements,
+  standInTerms,
+} from "../helpers/gate-stand-ins.ts";
 
-const requirements: PaymentRequirements = {
-  scheme: "exact",
-  network: BASE_NETWORK as `${string}:${string}`,
-  asset: BASE_USDC_ADDRESS,
-  amount: "2000000",
-  payTo: "0x1111111111111111111111111111111111111111",
-  maxTimeoutSeconds: 120,
-  extra: { name: "USD Coin", version: "2" },
-};
-const terms = {
-  requirements,
-  paymentRequired: { x402Version: 2, resource: { url: "http://x/v1/csv-cleanup" }, accepts: [requirements] },
-  header: "terms",
-} as unknown as PaymentTerms;
-const header = encodePaymentSignatureHeader({
-  x402Version: 2,
-  accepted: requirements,
-  payload: {
-    signature: `0x${"11".repeat(65)}`,
-    authorization: {
-      from: "0x2222222222222222222222222222222222222222",
-      to: requirements.payTo,
-      value: requirements.amount,
-      validAfter: "0",
-      validBefore: String(Math.floor(Date.now() / 1000) + 600),
-      nonce: `0x${"09".repeat(32)}`,
-    },
-  },
-} as PaymentPayload);
+const requirements = standInRequirements;
+const terms = standInTerms;
+const NONCE = 9;
+const header = standInPayment(NONCE);
 
 /** Verifies everything, settles everything; the chain says the authorization is unused. */
 const resourceServer = {
@@ -50,7 +28,7 @@ const resourceServer = {
     success: true,
     transaction: `0x${"cd".repeat(32)}`,
     network: requirements.network,
-    payer: "0x2222222222222222222222222222222222222222",
+    payer: STAND_IN_PAYER,
   }),
 } as unknown as x402ResourceServer;
 
@@ -114,9 +92,7 @@ describe("a retry of a payment whose owner stopped mid-call", () => {
     const resumed = await survivor.handle(call(async () => ({ body: { rows: 1 } })));
     expect(resumed.status).toBe(200);
     expect(JSON.parse(resumed.body)).toEqual({ rows: 1 });
-    const record = await store.getPayment(
-      `${requirements.network}:${requirements.asset}:0x2222222222222222222222222222222222222222:0x${"09".repeat(32)}`.toLowerCase(),
-    );
+    const record = await store.getPayment(standInPaymentKey(NONCE));
     expect(record?.state).toBe("settled");
   });
 });

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Spawned, spawnUtility402, waitFor } from "../helpers/processes.ts";
 import { freePort, jsonPost } from "../helpers/service.ts";
+import { keysYaml } from "./hostile-inputs.ts";
 
 /**
  * Finding 1 of the hardening review: one unpaid openapi-audit body with an 85,000-key YAML contract
@@ -39,8 +40,7 @@ describe("hostile unpaid inputs do not stall the service", () => {
   });
 
   it("keeps /healthz answering while three 85,000-key YAML contracts arrive unpaid, and asks them to pay", async () => {
-    const keys = Array.from({ length: 85_000 }, (_, i) => `  k${i}: 1\n`).join("");
-    const contract = `openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths: {}\nx-data:\n${keys}`;
+    const contract = keysYaml(85_000);
     expect(contract.length).toBeGreaterThan(1_000_000);
     const hostile = Array.from({ length: 3 }, () =>
       fetch(`${base}/v1/openapi-audit`, jsonPost({ contract })).then((response) => response.status),
