@@ -48,7 +48,11 @@ export function paymentKeyOf(payment: Record<string, string>): string {
   return `${decoded.accepted.network}:${decoded.accepted.asset}:${from}:${nonce}`.toLowerCase();
 }
 
-/** A JSON-RPC relay to anvil that can go dark right after a transaction is broadcast. */
+/**
+ * A JSON-RPC relay to anvil that can go dark at the next broadcast: the transaction reaches the chain,
+ * and nothing comes back, neither the broadcast's answer (nor a receipt asked for in the same batch)
+ * nor any later answer, until heal().
+ */
 export async function startFlakyRpc(target: string) {
   let darkAfterBroadcast = false;
   let dark = false;
@@ -60,14 +64,16 @@ export async function startFlakyRpc(target: string) {
       response.writeHead(503).end("unavailable");
       return;
     }
+    const lostAnswer = darkAfterBroadcast && body.includes("eth_sendRawTransaction");
+    if (lostAnswer) dark = true;
     const upstream = await fetch(target, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body,
     });
     const text = await upstream.text();
-    if (darkAfterBroadcast && body.includes("eth_sendRawTransaction")) dark = true;
-    response.writeHead(upstream.status, { "content-type": "application/json" }).end(text);
+    if (lostAnswer) response.writeHead(503).end("unavailable");
+    else response.writeHead(upstream.status, { "content-type": "application/json" }).end(text);
   });
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
