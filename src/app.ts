@@ -20,8 +20,8 @@ import {
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
-  PaymentGate,
-} from "./payments/paid-call.ts";
+} from "./payments/headers.ts";
+import { PaymentGate } from "./payments/paid-call.ts";
 import type { PaymentTerms } from "./payments/terms.ts";
 import { invalidRequest, Problem } from "./problem.ts";
 import { DOWNLOAD_REQUEST_HEADERS, DOWNLOAD_RESPONSE_HEADERS, fileResponse } from "./products/download.ts";

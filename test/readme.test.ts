@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
-import { atomicPrice, isImplemented, OPERATIONS } from "../src/catalog/registry.ts";
+import { atomicPrice } from "../src/catalog/price.ts";
+import { isImplemented, OPERATIONS } from "../src/catalog/registry.ts";
 
 describe("README operations table", () => {
   it("lists every operation with the registry's method, path, prices and availability", () => {

@@ -165,16 +165,6 @@ export function defineOperation<I, O>(definition: OperationDefinition<I, O>): Op
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds operations of every input/output type.
 export type AnyOperation = OperationDefinition<any, any>;
 
-const USD_DECIMALS = 6;
-
-/** "2.00" → 2000000n, exactly (no floating point). */
-export function usdToAtomic(priceUsd: string): bigint {
-  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(priceUsd);
-  if (!match) throw new Error(`invalid USD price "${priceUsd}"`);
-  const [, whole, fraction = ""] = match;
-  return BigInt(whole as string) * 10n ** BigInt(USD_DECIMALS) + BigInt(fraction.padEnd(USD_DECIMALS, "0"));
-}
-
 /** A free, read-only GET route that belongs to an operation (e.g. the unit list agents read before paying). */
 export interface FreeRouteDefinition<O = unknown> {
   id: string;

@@ -8,7 +8,7 @@ import { researchBrief } from "../operations/research-brief/index.ts";
 import { tenderShortlist, tenderShortlistGet } from "../operations/tender-shortlist/index.ts";
 import { unitConvert, unitListRoute } from "../operations/unit-convert/index.ts";
 import { products } from "../products/index.ts";
-import { type AnyFreeRoute, type AnyOperation, usdToAtomic } from "./operation.ts";
+import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 
 /** Every paid operation of SPEC.md: the only list of paths and prices in the code base. */
 export const OPERATIONS: readonly AnyOperation[] = [
@@ -29,8 +29,6 @@ export const OPERATIONS: readonly AnyOperation[] = [
 export const FREE_ROUTES: readonly AnyFreeRoute[] = [unitListRoute];
 
 export const JOB_STATUS_PATH = "/v1/jobs/{id}";
-
-export const atomicPrice = (operation: AnyOperation) => usdToAtomic(operation.priceUsd).toString();
 
 export const isImplemented = (operation: AnyOperation) =>
   operation.handler !== undefined || operation.start !== undefined;

@@ -23,23 +23,24 @@ import type { Metrics } from "../metrics.ts";
 import { Problem } from "../problem.ts";
 import { isStoreOutage } from "../store/outage.ts";
 import type { PaymentCompletion, PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
+import {
+  DOWNLOAD_TOKEN_HEADER,
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+} from "./headers.ts";
 import { jobDeadline } from "./held-payment-settler.ts";
 import { LeaseKeeper, STALE_LEASE_MS } from "./lease-keeper.ts";
 import { replayVerdict } from "./replay-policy.ts";
 import { shortReason } from "./short-reason.ts";
 import type { PaymentTerms } from "./terms.ts";
 
-export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
-export const PAYMENT_REQUIRED_HEADER = "PAYMENT-REQUIRED";
-export const PAYMENT_RESPONSE_HEADER = "PAYMENT-RESPONSE";
 /** Seconds a client should wait before retrying when payments cannot be processed right now. */
 const RETRY_AFTER_SECONDS = 5;
 /** How long a request waits for another one (maybe at another instance) working on the same payment. */
 const DUPLICATE_WAIT_MS = 15_000;
 /** Beyond two settlement waits, the margin a held payment keeps between its job's deadline and its expiry. */
 const SETTLE_MARGIN_MS = 30_000;
-/** A secret per sold download, sent with its first answer: whoever resumes it must present it (see replay-policy.ts). */
-export const DOWNLOAD_TOKEN_HEADER = "x-download-token";
 /** After validBefore (+ clock skew) an unused authorization can no longer land: the payment is over. */
 const EXPIRY_MARGIN_SECONDS = 30;
 /** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */

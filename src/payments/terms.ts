@@ -4,7 +4,7 @@ import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { inputJsonSchema, outputJsonSchema } from "../catalog/json-schema.ts";
 import type { AnyOperation } from "../catalog/operation.ts";
-import { atomicPrice } from "../catalog/registry.ts";
+import { atomicPrice } from "../catalog/price.ts";
 
 /**
  * The largest PAYMENT-REQUIRED header a route may have. nginx (and most proxies) read all of a

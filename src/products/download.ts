@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { Readable } from "node:stream";
-import { DOWNLOAD_TOKEN_HEADER, PAYMENT_RESPONSE_HEADER } from "../payments/paid-call.ts";
+import { DOWNLOAD_TOKEN_HEADER, PAYMENT_RESPONSE_HEADER } from "../payments/headers.ts";
 import { Problem } from "../problem.ts";
 import type { FileBody, StoredOutcome } from "../store/store.ts";
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { defineOperation, type StartedOperation } from "../catalog/operation.ts";
-import { DOWNLOAD_TOKEN_HEADER } from "../payments/paid-call.ts";
+import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
 import { Problem } from "../problem.ts";
 import type { ProductSlug } from "./build.ts";
 import { downloadFileName, ReleaseShelf, readDescriptor } from "./release.ts";

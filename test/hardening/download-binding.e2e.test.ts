@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer } from "../../src/client/paying-fetch.ts";
-import { DOWNLOAD_TOKEN_HEADER } from "../../src/payments/paid-call.ts";
+import { DOWNLOAD_TOKEN_HEADER } from "../../src/payments/headers.ts";
 import { buildProducts } from "../../src/products/build.ts";
 import { products } from "../../src/products/index.ts";
 import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";

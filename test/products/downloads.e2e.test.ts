@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
-import { DOWNLOAD_TOKEN_HEADER } from "../../src/payments/paid-call.ts";
+import { DOWNLOAD_TOKEN_HEADER } from "../../src/payments/headers.ts";
 import { PRODUCT_REPLAY_WINDOW_MS } from "../../src/payments/replay-policy.ts";
 import {
   buildProducts,
