@@ -24,7 +24,7 @@ import {
 import { PaymentGate } from "./payments/paid-call.ts";
 import type { PaymentTerms } from "./payments/terms.ts";
 import { invalidRequest, Problem } from "./problem.ts";
-import { DOWNLOAD_REQUEST_HEADERS, DOWNLOAD_RESPONSE_HEADERS, fileResponse } from "./products/download.ts";
+import { DOWNLOAD_RESPONSE_HEADERS, fileResponse } from "./products/download.ts";
 import { isStoreOutage } from "./store/outage.ts";
 import type { Store, StoredOutcome } from "./store/store.ts";
 
@@ -137,18 +137,15 @@ export function buildApp(services: AppServices): Hono<Env> {
   // to a slower router for every route.
   const app = new Hono<Env>({ router: new RegExpRouter() });
 
-  const cors = {
-    allowHeaders: ["content-type", PAYMENT_SIGNATURE_HEADER, "x-request-id", ...DOWNLOAD_REQUEST_HEADERS],
-    exposeHeaders: [
-      PAYMENT_REQUIRED_HEADER,
-      PAYMENT_RESPONSE_HEADER,
-      "x-request-id",
-      "retry-after",
-      ...DOWNLOAD_RESPONSE_HEADERS,
-    ],
-  };
-  app.use("*", requestContext({ log, metrics, headers: corsResponseHeaders(cors) }));
-  app.options("*", corsPreflight(cors));
+  const corsHeaders = corsResponseHeaders([
+    PAYMENT_REQUIRED_HEADER,
+    PAYMENT_RESPONSE_HEADER,
+    "x-request-id",
+    "retry-after",
+    ...DOWNLOAD_RESPONSE_HEADERS,
+  ]);
+  app.use("*", requestContext({ log, metrics, headers: corsHeaders }));
+  app.options("*", corsPreflight());
 
   app.get("/healthz", (c) =>
     services.isShuttingDown() ? c.json({ status: "shutting-down" }, 503) : c.json({ status: "ok" }),

@@ -4,9 +4,7 @@ import { DOWNLOAD_TOKEN_HEADER, PAYMENT_RESPONSE_HEADER } from "../payments/head
 import { Problem } from "../problem.ts";
 import type { FileBody, StoredOutcome } from "../store/store.ts";
 
-/** Request headers a browser-based agent may send to resume a download. */
-export const DOWNLOAD_REQUEST_HEADERS = ["range", "if-range", DOWNLOAD_TOKEN_HEADER];
-/** Response headers such an agent needs to read. */
+/** Response headers a browser-based agent needs to read to resume a download. */
 export const DOWNLOAD_RESPONSE_HEADERS = [
   "content-disposition",
   "content-length",
