@@ -44,8 +44,12 @@ export interface BuildSettings {
   sourcesDir?: string;
 }
 
+/**
+ * "prebuilt": the builder's own tools are not installed (a production install, without dev dependencies):
+ * the release it was shipped with is served as it is, checked intact, not checked against its inputs.
+ */
 export type BuildOutcome =
-  | { product: ProductSlug; state: "built" | "unchanged"; descriptor: ReleaseDescriptor }
+  | { product: ProductSlug; state: "built" | "unchanged" | "prebuilt"; descriptor: ReleaseDescriptor }
   | { product: ProductSlug; state: "unbuildable"; reason: string };
 
 interface Collected {
@@ -216,6 +220,16 @@ function buildInputs(slug: RepositoryProduct, sourcesDir: string): string[] {
   }
 }
 
+/**
+ * The packages among a product's build inputs that are not installed: the builder's tools (TypeScript is a
+ * dev dependency) are missing from a production install, which serves the releases it was shipped with.
+ */
+function missingBuilderTools(slug: RepositoryProduct): string[] {
+  return buildInputs(slug, PRODUCTS_SOURCE_DIR)
+    .filter((input) => input.startsWith("node_modules/") && !fs.existsSync(path.resolve(PROJECT_ROOT, input)))
+    .map((input) => path.dirname(input.slice("node_modules/".length)));
+}
+
 /** sha256 over the inputs' paths and bytes, and zlib's version (compressed bytes depend on it). */
 function inputsFingerprint(slug: RepositoryProduct, sourcesDir = PRODUCTS_SOURCE_DIR): string {
   const hash = createHash("sha256").update(`zlib ${process.versions.zlib}\n`);
@@ -236,9 +250,11 @@ const isRepositoryProduct = (slug: ProductSlug): slug is RepositoryProduct =>
 
 /** Builds one product's release (or leaves an identical one in place). */
 export async function buildProduct(slug: ProductSlug, settings: BuildSettings): Promise<BuildOutcome> {
+  const existing = readDescriptor(settings.releasesDir, slug);
+  const missingTools = isRepositoryProduct(slug) ? missingBuilderTools(slug) : [];
+  if (missingTools.length > 0) return shippedRelease(slug, settings, existing, missingTools);
   // Quick path (every start of the service): nothing the product is built from has changed.
   const inputsSha256 = isRepositoryProduct(slug) ? inputsFingerprint(slug, settings.sourcesDir) : undefined;
-  const existing = readDescriptor(settings.releasesDir, slug);
   if (inputsSha256 && "descriptor" in existing && existing.descriptor.inputsSha256 === inputsSha256) {
     const actual = await hashFile(path.join(settings.releasesDir, existing.descriptor.file)).catch(
       () => undefined,
@@ -304,6 +320,28 @@ export async function buildProduct(slug: ProductSlug, settings: BuildSettings): 
   } finally {
     fs.rmSync(workDir, { recursive: true, force: true });
   }
+}
+
+/** Without the builder's tools: the shipped release when it is intact, else unbuildable here (why, and where to build). */
+async function shippedRelease(
+  slug: ProductSlug,
+  settings: BuildSettings,
+  existing: ReturnType<typeof readDescriptor>,
+  missingTools: readonly string[],
+): Promise<BuildOutcome> {
+  if ("descriptor" in existing) {
+    const actual = await hashFile(path.join(settings.releasesDir, existing.descriptor.file)).catch(
+      () => undefined,
+    );
+    if (actual?.sha256 === existing.descriptor.sha256) {
+      return { product: slug, state: "prebuilt", descriptor: existing.descriptor };
+    }
+  }
+  return {
+    product: slug,
+    state: "unbuildable",
+    reason: `no intact release in RELEASES_DIR, and its builder needs ${missingTools.join(", ")} (dev dependencies, not installed here): build it where they are (utility402 build-products; the image's build stage does)`,
+  };
 }
 
 function writeDescriptor(releasesDir: string, descriptor: ReleaseDescriptor): void {

@@ -44,7 +44,11 @@ export async function prepareReleases(config: Config, log: Logger): Promise<void
   for (const slug of REPOSITORY_PRODUCTS) {
     try {
       const outcome = await buildProduct(slug, buildSettings(config));
-      log.info({ product: slug, state: outcome.state }, describeOutcome(outcome));
+      // Unbuildable here (a production install without its release): the product answers 503 until it is built.
+      log[outcome.state === "unbuildable" ? "warn" : "info"](
+        { product: slug, state: outcome.state },
+        describeOutcome(outcome),
+      );
     } catch (error) {
       // The service still starts: this product answers 503 (nothing charged) until it is built.
       log.error({ err: error, product: slug }, "product release could not be built");
