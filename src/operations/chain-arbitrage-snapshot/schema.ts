@@ -37,6 +37,12 @@ export const ChainArbitrageSnapshotRequest = z
         description:
           "The two venues A and B. Round trips: buy WETH on A and sell on B, and buy on B and sell on A. " +
           "Default uniswap-v3:500 and aerodrome:volatile.",
+        // What the tuple enforces, said in every document: exactly two venues, two different ones (the
+        // OpenAPI generator keeps only `prefixItems`, which would let a third item through).
+        items: { type: "string", enum: [...VENUES] },
+        minItems: 2,
+        maxItems: 2,
+        uniqueItems: true,
       }),
     execution: z
       .enum(EXECUTIONS, { error: `must be one of ${EXECUTIONS.join(", ")}` })
