@@ -4,9 +4,12 @@ import { RegExpRouter } from "hono/router/reg-exp-router";
 import type { AgentSkills } from "./catalog/agent-skills.ts";
 import { AGENT_SKILLS_PREFIX } from "./catalog/agent-skills.ts";
 import type { buildCatalogDocument } from "./catalog/catalog-document.ts";
+import { FAVICON_PATH, FAVICON_SVG } from "./catalog/favicon.ts";
 import { JobIdParam } from "./catalog/jobs-schema.ts";
+import { LLMS_TXT_PATH } from "./catalog/llms-txt.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
+import type { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { requestClient } from "./http/connection-limits.ts";
 import { corsPreflight, corsResponseHeaders } from "./http/cors.ts";
 import { readOperationInput } from "./http/read-input.ts";
@@ -36,8 +39,10 @@ export interface Readiness {
 export interface Documents {
   openapi: unknown;
   catalog: ReturnType<typeof buildCatalogDocument>;
-  x402: unknown;
+  x402: ReturnType<typeof buildX402Manifest>;
   agentSkills: AgentSkills;
+  /** /llms.txt (text). */
+  llmsTxt: string;
 }
 
 export interface AppServices {
@@ -77,6 +82,8 @@ const FREE_GET_PATHS = [
   "/catalog.json",
   "/.well-known/x402",
   `${AGENT_SKILLS_PREFIX}/index.json`,
+  LLMS_TXT_PATH,
+  FAVICON_PATH,
   JOB_STATUS_PATH,
 ];
 
@@ -109,22 +116,31 @@ function liveX402(
   started: AppServices["started"],
 ) {
   const byId = unavailableNow(started);
-  const manifest = x402 as { resources?: { resource: string }[] };
-  if (byId.size === 0 || !Array.isArray(manifest.resources)) return x402;
-  const byPath = new Map<string, string>(
+  if (byId.size === 0) return x402;
+  const byRoute = new Map<string, string>(
     operations.flatMap((operation) => {
       const reason = byId.get(operation.id);
-      return reason ? [[operation.path, reason] as const] : [];
+      return reason ? [[`${operation.method} ${operation.path}`, reason] as const] : [];
     }),
   );
   return {
-    ...manifest,
-    resources: manifest.resources.map((entry) => {
-      const reason = byPath.get(new URL(entry.resource).pathname);
-      return reason ? { ...entry, available: false, unavailable: reason } : entry;
+    ...x402,
+    items: x402.items.map((item) => {
+      const reason = byRoute.get(`${item.method} ${new URL(item.resource).pathname}`);
+      return reason ? { ...item, available: false, unavailable: reason } : item;
     }),
   };
 }
+
+/**
+ * A request without a body (RFC 9112 §6.3: no Transfer-Encoding, and no or a zero Content-Length) to a
+ * route that reads one: how indexers probe a route for its price (`curl -X POST <route>`, x402scan's
+ * DISCOVERY.md). Unpaid, it is answered with the 402 and its terms, as the official x402 middleware does.
+ */
+const isBodylessProbe = (request: Request, operation: AnyOperation) =>
+  operation.inputFrom === "body" &&
+  request.headers.get("transfer-encoding") === null &&
+  (request.headers.get("content-length") ?? "0") === "0";
 
 /** Hono path syntax for a registry path ("/v1/jobs/{id}" → "/v1/jobs/:id"). */
 const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
@@ -166,6 +182,12 @@ export function buildApp(services: AppServices): Hono<Env> {
   app.get("/catalog.json", (c) => json(c, liveCatalog(documents.catalog, services.started)));
   app.get("/.well-known/x402", (c) => json(c, liveX402(documents.x402, operations, services.started)));
   app.get(`${AGENT_SKILLS_PREFIX}/index.json`, (c) => json(c, documents.agentSkills.index));
+  app.get(LLMS_TXT_PATH, (c) =>
+    respond(c, documents.llmsTxt, { status: 200, headers: { "content-type": "text/plain; charset=utf-8" } }),
+  );
+  app.get(FAVICON_PATH, (c) =>
+    respond(c, FAVICON_SVG, { status: 200, headers: { "content-type": "image/svg+xml" } }),
+  );
   // One static route per skill file: a parameter before "/SKILL.md" would make Hono fall back from
   // its one-regular-expression router to a slower tree for every route.
   for (const [path, file] of documents.agentSkills.files) {
@@ -204,7 +226,13 @@ export function buildApp(services: AppServices): Hono<Env> {
     const terms = termsById.get(operation.id) as PaymentTerms;
     const unpaid = unpaidById.get(operation.id) as StoredOutcome;
     app.on(operation.method, honoPath(operation.path), async (c: Context<Env>) => {
-      const input = await readOperationInput(c, operation);
+      const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
+      // A body that is present is read and checked first (an invalid one is a 400 before any 402); an
+      // unpaid probe without one gets the 402 (a paid call without its required body is a 400).
+      const input =
+        !paymentHeader && isBodylessProbe(c.req.raw, operation)
+          ? undefined
+          : await readOperationInput(c, operation);
       const handler = services.started.get(operation.id);
       if (!handler) {
         throw new Problem(
@@ -214,7 +242,6 @@ export function buildApp(services: AppServices): Hono<Env> {
           `${operation.id} is not available on this service yet; no payment is asked for`,
         );
       }
-      const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
       if (!paymentHeader) {
         // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
         await handler.admit?.();

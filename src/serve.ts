@@ -9,6 +9,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { buildApp, type Readiness } from "./app.ts";
 import { buildAgentSkills } from "./catalog/agent-skills.ts";
 import { buildCatalogDocument } from "./catalog/catalog-document.ts";
+import { buildLlmsTxt } from "./catalog/llms-txt.ts";
 import { buildOpenApiDocument } from "./catalog/openapi.ts";
 import type { AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { FREE_ROUTES, OPERATIONS } from "./catalog/registry.ts";
@@ -190,6 +191,7 @@ export async function startService(
       ),
       x402: buildX402Manifest(described, termsById, config.baseUrl),
       agentSkills: buildAgentSkills(described, termsById, config.baseUrl),
+      llmsTxt: buildLlmsTxt(described, FREE_ROUTES, config.baseUrl),
     };
 
     const metrics = new Metrics();

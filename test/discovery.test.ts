@@ -1,18 +1,18 @@
 import { createHash } from "node:crypto";
-import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
+import { Document, type RulesetDefinition, Spectral } from "@stoplight/spectral-core";
+import SpectralParsers from "@stoplight/spectral-parsers";
+import { oas } from "@stoplight/spectral-rulesets";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inputJsonSchema } from "../src/catalog/json-schema.ts";
 import { atomicPrice } from "../src/catalog/price.ts";
 import { isImplemented, OPERATIONS } from "../src/catalog/registry.ts";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../src/config.ts";
-import { buildProducts, REPOSITORY_PRODUCTS } from "../src/products/build.ts";
-import { startTestService, type TestService } from "./helpers/service.ts";
+import { startDiscoveryService } from "./discovery/service.ts";
+import type { TestService } from "./helpers/service.ts";
 
 const SPEC_PRICES: Record<string, [string, string]> = {
   "POST /v1/tender-shortlist": ["0.15", "150000"],
@@ -36,29 +36,13 @@ const routeKey = (operation: { method: string; path: string }) => `${operation.m
 
 describe("discovery documents agree with the registry", () => {
   let service: TestService;
-  let searchStandIn: net.Server;
   let openapi: Record<string, any>;
   let catalog: Record<string, any>;
   let manifest: Record<string, any>;
   let skills: Record<string, any>;
-  let releasesDir: string;
 
   beforeAll(async () => {
-    // research-brief answers 503 before its 402 while its search provider cannot be reached: give it one
-    // that listens (never asked anything: nothing here is paid).
-    searchStandIn = net.createServer((socket) => socket.end());
-    await new Promise<void>((resolve) => searchStandIn.listen(0, "127.0.0.1", resolve));
-    // A product answers 503 before its 402 while it has no release: build the four repository ones.
-    releasesDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-discovery-releases-"));
-    await buildProducts(
-      { releasesDir, clinicalDb: path.join(releasesDir, "none.sqlite") },
-      REPOSITORY_PRODUCTS,
-    );
-    service = await startTestService({
-      RELEASES_DIR: releasesDir,
-      RESEARCH_SEARCH_PROVIDER: "searxng",
-      RESEARCH_SEARCH_URL: `http://127.0.0.1:${(searchStandIn.address() as net.AddressInfo).port}`,
-    });
+    service = await startDiscoveryService();
     const get = async (path: string) => {
       const response = await fetch(service.url + path);
       expect(response.status).toBe(200);
@@ -72,8 +56,6 @@ describe("discovery documents agree with the registry", () => {
   });
   afterAll(async () => {
     await service?.stop();
-    if (releasesDir) fs.rmSync(releasesDir, { recursive: true, force: true });
-    searchStandIn?.close();
   });
 
   /** What the issue asks accepts[0] to be, for any operation of the registry. */
@@ -127,7 +109,7 @@ describe("discovery documents agree with the registry", () => {
         accepts: terms.accepts,
         resource: terms.resource,
       });
-      const entry = manifest.resources.find(
+      const entry = manifest.items.find(
         (r: any) => r.resource === terms.resource.url && r.method === operation.method,
       );
       expect(entry.accepts).toEqual(terms.accepts);
@@ -164,9 +146,9 @@ describe("discovery documents agree with the registry", () => {
 
   it("/.well-known/x402 lists every paid resource with its accepts and the Bazaar extension", () => {
     expect(manifest).toMatchObject({ version: 1, x402Version: 2 });
-    expect(manifest.resources).toHaveLength(OPERATIONS.length);
+    expect(manifest.items).toHaveLength(OPERATIONS.length);
     for (const operation of OPERATIONS) {
-      const entry = manifest.resources.find(
+      const entry = manifest.items.find(
         (r: any) => r.resource === service.url + operation.path && r.method === operation.method,
       );
       expect(entry, operation.id).toBeDefined();
@@ -181,20 +163,19 @@ describe("discovery documents agree with the registry", () => {
   it("/openapi.json declares every operation with its price, schemas, 400/402 and how to pay", () => {
     expect(openapi.openapi).toBe("3.1.0");
     expect(openapi.info.version).toBe("1.0.0");
-    expect(openapi.components.securitySchemes.x402).toMatchObject({
-      type: "apiKey",
-      in: "header",
-      name: "PAYMENT-SIGNATURE",
-    });
+    // x402 is a payment, not an authentication: no security scheme, `security: []` on every operation.
+    expect(openapi.components.securitySchemes).toBeUndefined();
     for (const operation of OPERATIONS) {
       const entry = openapi.paths[operation.path][operation.method.toLowerCase()];
       expect(entry, operation.id).toBeDefined();
       expect(entry.operationId).toBe(operation.id);
-      expect(entry["x-payment-info"]).toMatchObject({
-        priceUsd: operation.priceUsd,
-        amount: atomicPrice(operation),
+      const { extra: _domain, ...terms } = expectedTerms(operation);
+      expect(entry["x-payment-info"]).toEqual({
+        price: { mode: "fixed", currency: "USD", amount: operation.priceUsd },
+        protocols: [{ x402: { x402Version: 2, ...terms } }],
       });
-      expect(entry.security).toEqual([{ x402: [] }]);
+      expect(entry.security).toEqual([]);
+      expect(entry.description).toContain("PAYMENT-SIGNATURE");
       expect(Object.keys(entry.responses)).toEqual(expect.arrayContaining(["400", "402"]));
       if (operation.inputFrom === "body")
         expect(entry.requestBody.content["application/json"].schema).toBeDefined();
@@ -214,6 +195,39 @@ describe("discovery documents agree with the registry", () => {
     expect(
       problems.map((e) => `${e.severity} ${e.ruleId}: ${e.message} at ${e.location[0]?.pointer}`),
     ).toEqual([]);
+  });
+
+  it("/openapi.json has no error under Spectral's OpenAPI ruleset", async () => {
+    // The package is CommonJS: its parsers are properties of the default export under ESM.
+    const { Json } = SpectralParsers as unknown as typeof import("@stoplight/spectral-parsers");
+    const spectral = new Spectral();
+    spectral.setRuleset(oas as RulesetDefinition);
+    const results = await spectral.run(new Document(JSON.stringify(openapi), Json, "openapi.json"));
+    // Severity 0 is an error (1 a warning, 2 information, 3 a hint).
+    const describe = (r: (typeof results)[number]) =>
+      `${r.severity} ${r.code}: ${r.message} at /${r.path.join("/")}`;
+    expect(results.filter((result) => result.severity === 0).map(describe)).toEqual([]);
+  });
+
+  it("chain-arbitrage-snapshot's venues schema says what the server enforces: two different venues", async () => {
+    const venues = openapi.components.schemas.ChainArbitrageSnapshotRequest.properties.venues;
+    const accepts = new Ajv2020({ strict: false }).compile(venues);
+    const cases: [string[], boolean][] = [
+      [["uniswap-v3:500", "aerodrome:volatile"], true],
+      [["uniswap-v3:500", "aerodrome:volatile", "uniswap-v3:3000"], false],
+      [["uniswap-v3:500", "uniswap-v3:500"], false],
+      [["uniswap-v3:500"], false],
+    ];
+    for (const [value, valid] of cases) {
+      expect(accepts(value), value.join()).toBe(valid);
+      if (valid) continue;
+      const response = await fetch(`${service.url}/v1/chain-arbitrage-snapshot`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ venues: value }),
+      });
+      expect(response.status, value.join()).toBe(400);
+    }
   });
 
   it("/catalog.json lists every operation and product with USD and atomic prices and schemas", () => {

@@ -36,11 +36,14 @@ describe("bad input never reaches payment and always gets problem+json", () => {
     expect(body.errors).toEqual([{ pointer: "", message: expect.stringContaining("not valid JSON") }]);
   });
 
-  it("a missing body is a 400 where the body is required, and {} where it is optional", async () => {
-    const body = await expectProblem(await call("/v1/csv-cleanup", { method: "POST" }), 400);
-    expect(body.errors[0].message).toBe("a JSON request body is required");
-    // Valid (an empty body is {}), so it gets as far as the payment terms.
+  it("an unpaid call without a body gets the terms (an indexer's probe); a blank body is a 400", async () => {
+    // No body at all: the 402 and its price, whether or not the body is required (a paid call without
+    // its required body is a 400: test/discovery/indexers.e2e.test.ts).
+    await expectProblem(await call("/v1/csv-cleanup", { method: "POST" }), 402);
     await expectProblem(await call("/v1/tender-shortlist", { method: "POST" }), 402);
+    // A body that is present but blank is read and refused before any 402.
+    const body = await expectProblem(await call("/v1/json-diff", { method: "POST", body: " " }), 400);
+    expect(body.errors[0]).toEqual({ pointer: "", message: "a JSON request body is required" });
   });
 
   it("a body over the limit is a 413", async () => {

@@ -16,7 +16,7 @@ export interface AgentSkills {
   files: Map<string, Buffer>;
 }
 
-const skillPath = (operation: AnyOperation) => `${AGENT_SKILLS_PREFIX}/${operation.id}/SKILL.md`;
+export const skillPath = (operation: AnyOperation) => `${AGENT_SKILLS_PREFIX}/${operation.id}/SKILL.md`;
 
 function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: string): string {
   const url = baseUrl + operation.path;

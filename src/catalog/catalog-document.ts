@@ -1,5 +1,7 @@
 import type { PaymentTerms } from "../payments/terms.ts";
+import { FAVICON_PATH } from "./favicon.ts";
 import { inputJsonSchema, outputJsonSchema } from "./json-schema.ts";
+import { LLMS_TXT_PATH } from "./llms-txt.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./operation.ts";
 import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
 import { SERVICE } from "./service.ts";
@@ -46,6 +48,8 @@ export function buildCatalogDocument(
       openapi: `${baseUrl}/openapi.json`,
       x402Manifest: `${baseUrl}/.well-known/x402`,
       agentSkills: `${baseUrl}/.well-known/agent-skills/index.json`,
+      llmsTxt: baseUrl + LLMS_TXT_PATH,
+      icon: baseUrl + FAVICON_PATH,
     },
     payment: {
       protocol: "x402",

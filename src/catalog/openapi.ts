@@ -1,7 +1,10 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
+import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
 import type { PaymentTerms } from "../payments/terms.ts";
+import { FAVICON_PATH } from "./favicon.ts";
 import { JobIdParam, JobRecordSchema } from "./jobs-schema.ts";
+import { agentGuidance, LLMS_TXT_PATH } from "./llms-txt.ts";
 import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
 import { SERVICE, TAG_DESCRIPTIONS } from "./service.ts";
@@ -53,6 +56,26 @@ const PaymentRequiredSchema = z
       "Problem details carrying the x402 v2 PaymentRequired object (the PAYMENT-REQUIRED header, decoded).",
   });
 
+/** What a product download reads besides its payment: the headers that resume it (README "Product downloads"). */
+const DownloadRequestHeaders = z.object({
+  Range: z
+    .string()
+    .optional()
+    .meta({
+      description:
+        "Resume a download: `bytes=<first>-[<last>]`, sent with the same PAYMENT-SIGNATURE within the hour " +
+        "(charged once; 206 with Content-Range, 416 beyond the end).",
+      example: "bytes=1048576-",
+    }),
+  "If-Range": z
+    .string()
+    .optional()
+    .meta({ description: "The ETag of the first answer: the range only if unchanged." }),
+  [DOWNLOAD_TOKEN_HEADER]: z.string().optional().meta({
+    description: "The download token of the first answer, which a resumed download sends back.",
+  }),
+});
+
 const problem = (description: string) => ({
   description,
   content: { "application/problem+json": { schema: ProblemSchema } },
@@ -60,21 +83,24 @@ const problem = (description: string) => ({
 
 const header = (description: string) => ({ schema: { type: "string" as const }, description });
 
-/** x-payment-info: the price and terms of a paid operation, for readers that do not speak x402. */
+/**
+ * x-payment-info in the profile indexers read (@agentcash/discovery, x402scan): the fixed USD price,
+ * and the x402 terms (the 402's `accepts`, atomic amount included) for readers that do not call first.
+ */
 export function paymentInfo(operation: AnyOperation, terms: PaymentTerms) {
   const { scheme, network, asset, amount, payTo, maxTimeoutSeconds } = terms.requirements;
   return {
-    protocols: ["x402"],
-    x402Version: 2,
-    priceUsd: operation.priceUsd,
-    scheme,
-    network,
-    asset,
-    amount,
-    payTo,
-    maxTimeoutSeconds,
+    price: { mode: "fixed", currency: "USD", amount: operation.priceUsd },
+    protocols: [{ x402: { x402Version: 2, scheme, network, asset, amount, payTo, maxTimeoutSeconds } }],
   };
 }
+
+/** How a paid operation is paid: x402 is a payment, not an authentication, so its `security` is `[]`. */
+const HOW_TO_PAY =
+  "Paid with x402 v2: call without payment to get 402 with the PAYMENT-REQUIRED header (base64 JSON terms: exact " +
+  "scheme, USDC on eip155:8453); sign an EIP-3009 authorization with any x402 client and repeat the call with " +
+  "PAYMENT-SIGNATURE. The response carries PAYMENT-RESPONSE with the settlement transaction. Nothing is charged " +
+  "unless the call succeeds.";
 
 /** /openapi.json (OpenAPI 3.1.0), generated from the registry by @hono/zod-openapi. */
 export function buildOpenApiDocument(
@@ -85,16 +111,6 @@ export function buildOpenApiDocument(
 ): Record<string, unknown> {
   const app = new OpenAPIHono();
   const registry = app.openAPIRegistry;
-  registry.registerComponent("securitySchemes", "x402", {
-    type: "apiKey",
-    in: "header",
-    name: "PAYMENT-SIGNATURE",
-    description:
-      "x402 v2 payment. Call without it to get 402 with the PAYMENT-REQUIRED header (base64 JSON terms: exact " +
-      "scheme, USDC on eip155:8453); sign an EIP-3009 authorization with any x402 client and repeat the call with " +
-      "PAYMENT-SIGNATURE. The response carries PAYMENT-RESPONSE with the settlement transaction. Nothing is charged " +
-      "unless the call succeeds.",
-  });
 
   for (const operation of operations) {
     const terms = termsById.get(operation.id);
@@ -113,7 +129,9 @@ export function buildOpenApiDocument(
           }
         : operation.inputFrom === "query"
           ? { query: operation.input as z.ZodObject }
-          : undefined;
+          : operation.kind === "product"
+            ? { headers: DownloadRequestHeaders }
+            : undefined;
     const success = operation.kind === "async" ? 202 : 200;
     const successContent =
       operation.outputContentType === "application/zip"
@@ -156,9 +174,9 @@ export function buildOpenApiDocument(
         path: operation.path,
         operationId: operation.id,
         summary: operation.summary,
-        description: `${operation.description}\n\nPrice: USD ${operation.priceUsd} (${terms.requirements.amount} atomic USDC).`,
+        description: `${operation.description}\n\nPrice: USD ${operation.priceUsd} (${terms.requirements.amount} atomic USDC). ${HOW_TO_PAY}`,
         tags: [...operation.tags],
-        security: [{ x402: [] }],
+        security: [],
         ...(request ? { request } : {}),
         // biome-ignore lint/suspicious/noExplicitAny: response map built per status above.
         responses: responses as any,
@@ -209,14 +227,19 @@ export function buildOpenApiDocument(
     }),
   );
 
-  return app.getOpenAPI31Document({
+  const llmsTxtUrl = baseUrl + LLMS_TXT_PATH;
+  const document = app.getOpenAPI31Document({
     openapi: "3.1.0",
     info: {
       title: SERVICE.name,
       version: "1.0.0",
       description: SERVICE.description,
+      contact: { name: SERVICE.name, url: llmsTxtUrl },
       // SPDX LicenseRef for the service's own terms; openapi3-ts's type predates 3.1's `identifier`.
       license: { name: "Proprietary", identifier: "LicenseRef-utility402" } as { name: string },
+      // Short guidance indexers inline in an agent's context (@agentcash/discovery reads info.x-guidance).
+      "x-guidance": agentGuidance(baseUrl),
+      "x-logo": { url: baseUrl + FAVICON_PATH },
     },
     servers: [{ url: baseUrl }],
     tags: [...new Set(operations.flatMap((operation) => operation.tags))].map((name) => {
@@ -225,6 +248,8 @@ export function buildOpenApiDocument(
       return { name, description };
     }),
   }) as unknown as Record<string, unknown>;
+  // Where indexers look for the longer guidance: @agentcash/discovery's and x402scan's extensions.
+  return { ...document, "x-agentcash-guidance": { llmsTxtUrl }, "x-discovery": { llmsTxtUrl } };
 }
 
 /** The job record, with `result` described by the async operations' result schemas. */

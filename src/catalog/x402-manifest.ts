@@ -1,30 +1,51 @@
+import type { DiscoveryResource } from "@x402/extensions/bazaar";
 import type { PaymentTerms } from "../payments/terms.ts";
+import { FAVICON_PATH } from "./favicon.ts";
+import { agentGuidance } from "./llms-txt.ts";
 import type { AnyOperation } from "./operation.ts";
 import { SERVICE } from "./service.ts";
 
+/** One paid resource of the manifest: a Bazaar discovery resource (the facilitators' listing), with its method. */
+export type ManifestItem = Omit<DiscoveryResource, "lastUpdated"> & { method: "GET" | "POST" };
+
 /**
- * /.well-known/x402: every paid resource with exactly the terms its 402 answers with, and its full
- * Bazaar extension (complete input and output schemas; the 402 carries a compact one that fits a header).
+ * /.well-known/x402, readable by two kinds of readers at once:
+ * - x402scan's fan-out reader takes `{ version: 1, resources: [URL, …], instructions? }` (its
+ *   DISCOVERY.md; members it does not name are ignored) and probes each URL for its 402;
+ * - the payment manifest (SPEC.md: manifest version 1, payment protocol version 2) lists, in `items`,
+ *   every paid resource with exactly the terms its 402 answers with and its full Bazaar extension
+ *   (complete input and output schemas; the 402 carries a compact one that fits a header), each item
+ *   in the shape of a facilitator's discovery listing (`GET /discovery/resources`), which the x402
+ *   foundation's `/.well-known/x402.json` proposal reuses.
  */
 export function buildX402Manifest(
   operations: readonly AnyOperation[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
 ) {
+  const items = operations.map((operation): ManifestItem => {
+    const { paymentRequired, discovery } = termsById.get(operation.id) as PaymentTerms;
+    return {
+      resource: paymentRequired.resource.url,
+      type: "http",
+      x402Version: 2,
+      method: operation.method,
+      description: paymentRequired.resource.description,
+      mimeType: paymentRequired.resource.mimeType,
+      serviceName: SERVICE.name,
+      tags: [...operation.tags],
+      iconUrl: baseUrl + FAVICON_PATH,
+      accepts: paymentRequired.accepts,
+      extensions: discovery,
+    };
+  });
   return {
     version: 1,
     x402Version: 2,
+    // One URL per paid path: x402scan probes each with the method that answers 402.
+    resources: [...new Set(items.map((item) => item.resource))],
+    instructions: agentGuidance(baseUrl),
     service: { name: SERVICE.name, description: SERVICE.description, url: baseUrl },
-    resources: operations.map((operation) => {
-      const { paymentRequired, discovery } = termsById.get(operation.id) as PaymentTerms;
-      return {
-        resource: paymentRequired.resource.url,
-        method: operation.method,
-        description: paymentRequired.resource.description,
-        mimeType: paymentRequired.resource.mimeType,
-        accepts: paymentRequired.accepts,
-        extensions: discovery,
-      };
-    }),
+    items,
   };
 }

@@ -94,18 +94,39 @@ export function shallowInputSchema(operation: AnyOperation): Record<string, unkn
 }
 
 /**
- * The compact Bazaar extension a 402 carries: the example input and a first-level input schema, built
- * by the official declareDiscoveryExtension; no output example or schema (optional in the Bazaar
- * specification). The official client echoes the extension back in PAYMENT-SIGNATURE, so it bounds both
- * headers: every route's PAYMENT-REQUIRED and PAYMENT-SIGNATURE stay well within one 4 KB proxy buffer
- * (nginx's default). The full declaration is in /.well-known/x402.
+ * The members an output always has: a JSON Schema with only the `type` and the `required` names (each
+ * branch of a top-level anyOf alike). Small enough for every route's 402 header; the complete output
+ * schema is in /openapi.json and /.well-known/x402.
+ */
+export function requiredMembersSchema(full: Record<string, unknown>): Record<string, unknown> {
+  if (Array.isArray(full.anyOf)) return { anyOf: full.anyOf.map(requiredMembersSchema) };
+  return {
+    ...(full.type !== undefined ? { type: full.type } : {}),
+    ...(Array.isArray(full.required) && full.required.length > 0 ? { required: full.required } : {}),
+  };
+}
+
+/**
+ * The compact Bazaar extension a 402 carries: the example input, a first-level input schema and the
+ * output's required members. The input part is built by the official declareDiscoveryExtension; the
+ * output schema sits where that function puts an output example's schema
+ * (`schema.properties.output.properties.example`, where indexers such as @agentcash/discovery read it),
+ * without the example itself in `info` (`info.output` is optional in the Bazaar specification). The
+ * official client echoes the extension back in PAYMENT-SIGNATURE, so it bounds both headers: every
+ * route's PAYMENT-REQUIRED and PAYMENT-SIGNATURE stay within one 4 KB proxy buffer (nginx's default).
+ * The full declaration, with the complete schemas and the output example, is in /.well-known/x402.
  */
 export function compactBazaarDeclaration(operation: AnyOperation): Record<string, unknown> {
   const input = operation.example.input as Record<string, unknown> | undefined;
-  if (operation.inputFrom === "body") {
-    return declareDiscoveryExtension({ bodyType: "json", input, inputSchema: shallowInputSchema(operation) });
-  }
-  return declareDiscoveryExtension({ input, inputSchema: shallowInputSchema(operation) });
+  const { bazaar } =
+    operation.inputFrom === "body"
+      ? declareDiscoveryExtension({ bodyType: "json", input, inputSchema: shallowInputSchema(operation) })
+      : declareDiscoveryExtension({ input, inputSchema: shallowInputSchema(operation) });
+  const declared = bazaar as { info: unknown; schema: { properties: Record<string, unknown> } };
+  // The schema of `info.output` (whose `example` is not given here), reduced to what the header can carry.
+  const output = { properties: { example: requiredMembersSchema(outputJsonSchema(operation)) } };
+  const properties = { ...declared.schema.properties, output };
+  return { bazaar: { ...declared, schema: { ...declared.schema, properties } } };
 }
 
 export async function buildPaymentTerms(

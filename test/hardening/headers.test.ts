@@ -126,8 +126,8 @@ describe("every route's payment headers fit a stock proxy's 4 KB header buffer",
   it("/.well-known/x402 keeps the full Bazaar extension (complete input and output schemas), valid", () => {
     const manifest = buildX402Manifest(OPERATIONS, terms, BASE_URL);
     for (const operation of OPERATIONS) {
-      const entry = manifest.resources.find(
-        (r) => r.resource === BASE_URL + operation.path && r.method === operation.method,
+      const entry = manifest.items.find(
+        (item) => item.resource === BASE_URL + operation.path && item.method === operation.method,
       ) as unknown as { extensions: { bazaar: Parameters<typeof validateDiscoveryExtension>[0] } };
       const bazaar = entry.extensions.bazaar;
       expect(validateDiscoveryExtension(bazaar), operation.id).toEqual({ valid: true });

@@ -109,7 +109,7 @@ describe("clinical-trials-query on the local chain (the bundled sample)", () => 
     );
     expect(header.resource.description).toBe(said);
     const manifest = await (await fetch(`${service.url}/.well-known/x402`)).json();
-    const resource = manifest.resources.find((r: { resource: string }) =>
+    const resource = manifest.items.find((r: { resource: string }) =>
       r.resource.endsWith("/v1/clinical-trials-query"),
     );
     expect(resource.description).toBe(said);

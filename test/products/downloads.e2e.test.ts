@@ -377,9 +377,7 @@ describe("the clinical product without a full ingest", () => {
 
   it("the discovery documents mark it unavailable", async () => {
     const manifest = await (await fetch(`${service.url}/.well-known/x402`)).json();
-    const resource = manifest.resources.find((r: { resource: string }) =>
-      r.resource.endsWith(CLINICAL_PRODUCT),
-    );
+    const resource = manifest.items.find((r: { resource: string }) => r.resource.endsWith(CLINICAL_PRODUCT));
     expect(resource).toMatchObject({ available: false, unavailable: "no release has been built" });
   });
 
