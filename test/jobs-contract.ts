@@ -113,6 +113,23 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
       expect(await queue.claim("w2", ["research-brief"], LEASE)).toBeUndefined();
     });
 
+    it("depth counts the jobs in each unfinished state, 0 for an empty one, never the finished ones", async () => {
+      const empty = { awaiting_payment: 0, queued: 0, running: 0, ready: 0 };
+      expect(await queue.depth()).toEqual(empty);
+      await queue.create(newJob(await payment("verified")));
+      const unpaid = await queue.create(newJob(), { queued: true });
+      await queue.claim("w1", ["research-brief"], LEASE);
+      expect(await queue.complete(unpaid.id, "w1", { answer: 1 })).toBe(true);
+      const paid = await queue.create(newJob(await payment("held")));
+      expect(await queue.markPaid(paid.id)).toBe(true);
+      await queue.claim("w2", ["research-brief"], LEASE);
+      expect(await queue.complete(paid.id, "w2", { answer: 2 })).toBe(true);
+      await queue.create(newJob(), { queued: true });
+      await queue.create(newJob(), { queued: true });
+      await queue.claim("w3", ["research-brief"], LEASE);
+      expect(await queue.depth()).toEqual({ awaiting_payment: 1, queued: 1, running: 1, ready: 1 });
+    });
+
     it("dropping removes a job still awaiting payment, and only such a job", async () => {
       const job = await queue.create(newJob(await payment("verified")));
       expect(await queue.drop(job.id)).toBe(true);

@@ -2,16 +2,19 @@ import type pg from "pg";
 import {
   attemptsExhausted,
   type FailedPaidJob,
+  JOB_DEPTH_QUERY,
   type Job,
   type JobError,
   type JobProgress,
   type JobQueue,
   type JobState,
+  jobDepth,
   type MaintenanceReport,
   type NewJob,
   RunnableSignal,
   SECURED_PAYMENT,
   SETTLING_PROGRESS,
+  type UnfinishedJobState,
   type WorkerRecord,
 } from "./queue.ts";
 
@@ -230,6 +233,11 @@ export class PostgresJobQueue implements JobQueue {
       "SELECT * FROM jobs WHERE state = 'ready' ORDER BY updated_at, id",
     );
     return rows.map(toJob);
+  }
+
+  async depth(): Promise<Record<UnfinishedJobState, number>> {
+    const { rows } = await this.pool.query<{ state: string; count: string }>(JOB_DEPTH_QUERY);
+    return jobDepth(rows);
   }
 
   async reportWorker(worker: Omit<WorkerRecord, "lastSeen">): Promise<void> {

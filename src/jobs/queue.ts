@@ -131,6 +131,8 @@ export interface JobQueue {
   expire(id: string, error: JobError): Promise<boolean>;
   /** Jobs in state ready, oldest first: results waiting for their payment to be settled. */
   readyJobs(): Promise<Job[]>;
+  /** How many jobs are in each unfinished state (the queue's depth, 0 for an empty state): /metrics reads it. */
+  depth(): Promise<Record<UnfinishedJobState, number>>;
   /** running → failed with the error, only for the lease holder; false if it lost the job. */
   fail(id: string, workerId: string, error: JobError): Promise<boolean>;
   /** Liveness: insert or refresh the worker's row. */
@@ -167,6 +169,24 @@ export const attemptsExhausted = (attempts: number): JobError => ({
 });
 
 export const FINAL_JOB_STATES: readonly JobState[] = ["succeeded", "failed"];
+export const UNFINISHED_JOB_STATES = ["awaiting_payment", "queued", "running", "ready"] as const;
+export type UnfinishedJobState = (typeof UNFINISHED_JOB_STATES)[number];
+
+/** The counting query of depth() (the same SQL for SQLite and PostgreSQL; jobs_runnable indexes state). */
+export const JOB_DEPTH_QUERY = `SELECT state, COUNT(*) AS count FROM jobs
+  WHERE state IN (${UNFINISHED_JOB_STATES.map((state) => `'${state}'`).join(", ")}) GROUP BY state`;
+
+/** depth() from JOB_DEPTH_QUERY's rows: every unfinished state, 0 where it has no row. */
+export function jobDepth(
+  rows: readonly { state: string; count: number | string }[],
+): Record<UnfinishedJobState, number> {
+  const depth = Object.fromEntries(UNFINISHED_JOB_STATES.map((state) => [state, 0])) as Record<
+    UnfinishedJobState,
+    number
+  >;
+  for (const { state, count } of rows) depth[state as UnfinishedJobState] = Number(count);
+  return depth;
+}
 
 /** What a paid job shows while its result waits for its payment to be settled. */
 export const SETTLING_PROGRESS: JobProgress = { stage: "settling payment", fraction: 0.98 };

@@ -2,16 +2,19 @@ import type Database from "better-sqlite3";
 import {
   attemptsExhausted,
   type FailedPaidJob,
+  JOB_DEPTH_QUERY,
   type Job,
   type JobError,
   type JobProgress,
   type JobQueue,
   type JobState,
+  jobDepth,
   type MaintenanceReport,
   type NewJob,
   RunnableSignal,
   SECURED_PAYMENT,
   SETTLING_PROGRESS,
+  type UnfinishedJobState,
   type WorkerRecord,
 } from "./queue.ts";
 
@@ -125,6 +128,7 @@ export class SqliteJobQueue implements JobQueue {
          WHERE id = @id AND state IN ('awaiting_payment', 'queued', 'running')`,
       ),
       readyJobs: db.prepare("SELECT * FROM jobs WHERE state = 'ready' ORDER BY updated_at, id"),
+      depth: db.prepare(JOB_DEPTH_QUERY),
       reportWorker: db.prepare(
         `INSERT INTO workers (id, types, host, pid, started_at, last_seen)
          VALUES (@id, @types, @host, @pid, @startedAt, @lastSeen)
@@ -247,6 +251,10 @@ export class SqliteJobQueue implements JobQueue {
 
   async readyJobs(): Promise<Job[]> {
     return (this.statements.readyJobs.all() as JobRow[]).map(toJob);
+  }
+
+  async depth(): Promise<Record<UnfinishedJobState, number>> {
+    return jobDepth(this.statements.depth.all() as { state: string; count: number }[]);
   }
 
   async fail(id: string, workerId: string, error: JobError): Promise<boolean> {
