@@ -255,6 +255,8 @@ export function buildApp(services: AppServices): Hono<Env> {
         paymentHeader,
         requestId: c.get("requestId"),
         log: requestLog,
+        // The HTTP API is this door; an MCP or x402 v1 door passes its own name (revenue by door in /metrics).
+        door: "http",
         downloadToken: c.req.header(DOWNLOAD_TOKEN_HEADER),
         client: requestClient(c),
         run: ({ paymentKey, payer }) =>

@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, type Metric, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from "prom-client";
+import type { JobQueue } from "./jobs/queue.ts";
 
 /** The request series as prom-client's Registry reads them (name, help, type). */
 export const REQUESTS_METRIC = {
@@ -99,7 +100,27 @@ export class RequestSeries {
   }
 }
 
-/** Prometheus metrics of one instance, served at /metrics. */
+/** Settlement latency bounds (s): a call settles in seconds; a job's payment only once its result is ready. */
+export const SETTLEMENT_BUCKETS = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 1800, 3600] as const;
+
+/** The door of a payment the ledger does not say the door of (one a crash recovery settled without its client). */
+export const UNKNOWN_DOOR = "unknown";
+
+/** A payment that just settled, as the revenue and settlement latency series count it. */
+export interface SettledPayment {
+  operation: string;
+  /** The way its call came in ("http"; later MCP, x402 v1), told by the caller; UNKNOWN_DOOR when absent. */
+  door: string | undefined;
+  /** Atomic units of the asset (USDC: 1,000,000 = $1). */
+  amount: string;
+  /** When it was accepted (verified; a job's payment is held at once): ISO 8601, as the ledger keeps it. */
+  acceptedAt: string;
+}
+
+/**
+ * Prometheus metrics of one instance, served at /metrics. The process and Node.js series are prom-client's
+ * defaults under their standard names (process_*, nodejs_*), so stock dashboards read them; ours are utility402_*.
+ */
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests = new RequestSeries();
@@ -123,9 +144,38 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: "utility402_" });
+  private readonly revenue = new Counter({
+    name: "utility402_revenue_atomic_total",
+    help: "Settled payments' amounts in the asset's atomic units (USDC: 1000000 = 1 USD), by operation and door.",
+    labelNames: ["operation", "door"] as const,
+    registers: [this.registry],
+  });
+  private readonly settlement = new Histogram({
+    name: "utility402_settlement_duration_seconds",
+    help: "From a payment's acceptance (verified; a job's payment held) to its settlement, by operation; a job's includes its run.",
+    labelNames: ["operation"] as const,
+    buckets: [...SETTLEMENT_BUCKETS],
+    registers: [this.registry],
+  });
+
+  /** `jobs`: the store's job queue, whose depth is read at each scrape (absent: no job series). */
+  constructor(options: { jobs?: Pick<JobQueue, "depth"> } = {}) {
+    collectDefaultMetrics({ register: this.registry });
     this.requests.register(this.registry);
+    const { jobs } = options;
+    if (jobs) {
+      new Gauge({
+        name: "utility402_jobs",
+        help: "Jobs not finished yet, by state (awaiting_payment, queued, running, ready), counted in the store at each scrape; absent while the store cannot be read.",
+        labelNames: ["state"] as const,
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          const depth = await jobs.depth().catch(() => undefined);
+          for (const [state, count] of Object.entries(depth ?? {})) this.set({ state }, count);
+        },
+      });
+    }
   }
 
   request(method: string, route: string, status: number, seconds: number): void {
@@ -134,6 +184,18 @@ export class Metrics {
 
   paymentState(operation: string, state: string): void {
     this.payments.inc({ operation, state });
+  }
+
+  /** Called once per payment, by whoever made it settled in the ledger (latency in wall-clock time, as the ledger's). */
+  paymentSettled(payment: SettledPayment): void {
+    this.revenue.inc(
+      { operation: payment.operation, door: payment.door ?? UNKNOWN_DOOR },
+      Number(payment.amount),
+    );
+    this.settlement.observe(
+      { operation: payment.operation },
+      Math.max(0, (Date.now() - Date.parse(payment.acceptedAt)) / 1000),
+    );
   }
 
   paymentRejected(operation: string, reason: string): void {

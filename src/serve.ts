@@ -194,7 +194,7 @@ export async function startService(
       llmsTxt: buildLlmsTxt(described, FREE_ROUTES, config.baseUrl),
     };
 
-    const metrics = new Metrics();
+    const metrics = new Metrics({ jobs: store.jobs });
     settlementJournal.registerMetrics(metrics.registry);
     const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
     const gate = new PaymentGate({

@@ -308,6 +308,15 @@ export class HeldPaymentSettler {
       outcome: outcome ?? { status: 202, headers: {}, body: "" },
     });
     if (completed) this.options.metrics.paymentState(record.operationId, completion.state);
+    if (completed && completion.state === "settled") {
+      const { operationId, held, amount, createdAt } = record;
+      this.options.metrics.paymentSettled({
+        operation: operationId,
+        door: held?.door,
+        amount,
+        acceptedAt: createdAt,
+      });
+    }
     this.attempts.delete(record.paymentKey);
     return completed;
   }

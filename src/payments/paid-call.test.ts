@@ -49,6 +49,7 @@ function setup(options: { settle: () => Promise<unknown>; authorizations?: Autho
     input: { rows: [{ id: "1" }] },
     paymentHeader: header,
     requestId: "req",
+    door: "http",
     log: pino({ level: "silent" }),
     run: async () => ({ body: { ok: true } }),
     onFinal: async (paymentKey, state) => {
@@ -190,6 +191,7 @@ describe("the paid-call pipeline around settlement", () => {
       input: { rows: [{ id: "1" }] },
       paymentHeader: header,
       requestId: "slow",
+      door: "http",
       log: pino({ level: "silent" }),
       run: () =>
         new Promise((resolve) => {
@@ -205,6 +207,7 @@ describe("the paid-call pipeline around settlement", () => {
       input: { rows: [{ id: "1" }] },
       paymentHeader: header,
       requestId: "other",
+      door: "http",
       log: pino({ level: "silent" }),
       run: async () => ({ body: { by: "other" } }),
     });

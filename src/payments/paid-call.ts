@@ -63,6 +63,8 @@ export interface PaidCall {
   paymentHeader: string;
   requestId: string;
   log: Logger;
+  /** The way the call came in ("http" today; MCP and x402 v1 later): labels its revenue in /metrics. */
+  door: string;
   /** The download token the client sent back to resume a paid download (DOWNLOAD_TOKEN_HEADER). */
   downloadToken?: string;
   /** The client's address (behind a trusted proxy, the forwarded one): a sold download is bound to its first caller. */
@@ -104,7 +106,7 @@ type Eip3009 = z.output<typeof Eip3009Payload>;
 /** What the ledger knows of a payment, and all that resolving it from the chain needs. */
 type PaymentFacts = Pick<
   PaymentRecord,
-  "paymentKey" | "network" | "asset" | "amount" | "payer" | "payTo" | "nonce" | "validBefore"
+  "paymentKey" | "network" | "asset" | "amount" | "payer" | "payTo" | "nonce" | "validBefore" | "createdAt"
 >;
 
 interface PaymentIdentity {
@@ -118,7 +120,8 @@ interface PaymentIdentity {
 }
 
 /** What deciding a payment's outcome needs of its call; a recovery without a client has no more than this. */
-type CallContext = Pick<PaidCall, "operation" | "terms" | "log" | "onFinal">;
+type CallContext = Pick<PaidCall, "operation" | "terms" | "log" | "onFinal"> &
+  Partial<Pick<PaidCall, "door">>;
 
 const safeEqual = (a: string, b: string) =>
   a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -356,6 +359,8 @@ export class PaymentGate {
         payTo: requirements.payTo,
         nonce: authorization.nonce.toLowerCase(),
         validBefore: Number(authorization.validBefore),
+        // Wall-clock time, as the ledger's own: where settlement latency starts (resume() uses the ledger's).
+        createdAt: new Date().toISOString(),
       },
       paymentKey,
       payloadHash: sha256(canonicalJson(parsed.data)),
@@ -492,7 +497,7 @@ export class PaymentGate {
   ): Promise<StoredOutcome> {
     const held = await this.store.holdPayment(identity.paymentKey, {
       outcome: answer,
-      held: { payload: identity.payload, requirements: identity.requirements },
+      held: { payload: identity.payload, requirements: identity.requirements, door: call.door },
     });
     if (!held) {
       // Another attempt (one that outlived its lease) moved the payment on first: its outcome stands.
@@ -729,10 +734,12 @@ export class PaymentGate {
   /** Finishes a payment whose owner stopped before its final state (a crash, or an unknown settlement). */
   private async resume(
     record: PaymentRecord,
-    identity: PaymentIdentity,
+    presented: PaymentIdentity,
     call: PaidCall,
   ): Promise<StoredOutcome> {
     call.log.info({ paymentKey: record.paymentKey }, "resuming an unfinished payment");
+    // Accepted when it was first reserved, not now (its settlement latency counts from then).
+    const identity = { ...presented, facts: { ...presented.facts, createdAt: record.createdAt } };
     let outcome: AuthorizationOutcome | undefined;
     try {
       outcome = await this.chainOutcome(identity.facts);
@@ -822,6 +829,15 @@ export class PaymentGate {
       if (record?.outcome) return record.outcome;
     }
     this.metrics.paymentState(call.operation.id, state);
+    if (state === "settled") {
+      const { amount, createdAt } = facts;
+      this.metrics.paymentSettled({
+        operation: call.operation.id,
+        door: call.door,
+        amount,
+        acceptedAt: createdAt,
+      });
+    }
     return outcome;
   }
 

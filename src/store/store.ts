@@ -18,6 +18,8 @@ export type PaymentState = "verified" | "held" | "settled" | "released" | "faile
 export interface HeldAuthorization {
   payload: PaymentPayload;
   requirements: PaymentRequirements;
+  /** The way its call came in (PaidCall.door), for the revenue metric; absent on payments held before it was kept. */
+  door?: string;
 }
 
 /** The response a payment produced, kept so a retry of the same payment gets the same answer. */

@@ -127,6 +127,7 @@ describe("a copy whose verification is refused because a concurrent copy just se
       input: { rows: [{ id: "1" }] },
       paymentHeader: header,
       requestId: "req",
+      door: "http",
       log: pino({ level: "silent" }),
       run: async () => ({ body: { ok: true } }),
     });

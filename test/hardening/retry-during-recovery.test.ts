@@ -58,6 +58,7 @@ const call = (run: PaidCall["run"]): PaidCall => ({
   input: { rows: [{ id: "1" }] },
   paymentHeader: header,
   requestId: "req",
+  door: "http",
   log: pino({ level: "silent" }),
   run,
 });
