@@ -8,7 +8,7 @@ import { sourceReliability } from "./reliability.ts";
 import { ProviderError, type RetryPolicy, withRetries } from "./retry.ts";
 import type { FetchedPage } from "./safe-fetch.ts";
 import type { ResearchBrief, ResearchBriefInput } from "./schema.ts";
-import type { SearchHit, SearchProvider } from "./search.ts";
+import type { SearchHit, SearchProvider } from "./search-provider.ts";
 import {
   canonicalUrl,
   clip,

@@ -2,7 +2,7 @@ import net from "node:net";
 import type { Config } from "../../config.ts";
 import type { ChatModel } from "./model.ts";
 import { ProviderError } from "./retry.ts";
-import type { SearchProvider } from "./search.ts";
+import type { SearchProvider } from "./search-provider.ts";
 
 /** Consecutive failures after which an upstream's circuit opens. */
 const FAILURES_TO_OPEN = 3;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { PoliteFetcher } from "./polite-fetch.ts";
 import { ProviderError } from "./retry.ts";
-import type { SearchHit, SearchProvider, SourceDocument } from "./search.ts";
+import type { SearchHit, SearchProvider, SourceDocument } from "./search-provider.ts";
 import { stripMarkup } from "./source-text.ts";
 
 /**
