@@ -11,7 +11,7 @@ import fastJsonPatch from "fast-json-patch";
 import * as jsondiffpatch from "jsondiffpatch";
 import * as jsonpatchFormatter from "jsondiffpatch/formatters/jsonpatch";
 import { canonicalJson } from "../src/canonical-json.ts";
-import { checkJsonStructure } from "../src/http/read-input.ts";
+import { checkJsonStructure } from "../src/input/parse-input.ts";
 import type { Json } from "../src/operations/json-diff/canonical.ts";
 import { jsonDiffPool } from "../src/operations/json-diff/index.ts";
 import { jsonDiff } from "../src/operations/json-diff/json-diff.ts";

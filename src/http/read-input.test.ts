@@ -2,8 +2,9 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type AnyOperation, defineOperation, type JsonBodyLimits } from "../catalog/operation.ts";
+import { checkJsonStructure } from "../input/parse-input.ts";
 import { Problem } from "../problem.ts";
-import { checkJsonStructure, readOperationInput } from "./read-input.ts";
+import { readOperationInput } from "./read-input.ts";
 
 describe("checkJsonStructure", () => {
   const check = (text: string, limits: JsonBodyLimits) => {

@@ -1,4 +1,4 @@
-import { decodeBody, parseJsonBody } from "../../http/read-input.ts";
+import { decodeBody, parseJsonBody } from "../../input/parse-input.ts";
 import { invalidRequest, zodIssuesToFieldErrors } from "../../problem.ts";
 import { CanonicalWriter, type Json, sha256 } from "./canonical.ts";
 import { type JsonDiffInput, JsonDiffRequest, MAX_DOCUMENT_DEPTH } from "./schema.ts";

@@ -1,5 +1,5 @@
 import YAML from "yaml";
-import { checkJsonStructure } from "../../http/read-input.ts";
+import { checkJsonStructure } from "../../input/parse-input.ts";
 
 /**
  * A contract larger than this (UTF-8 bytes of the text, or of an object's JSON text) is a 400. Twilio's
