@@ -77,10 +77,4 @@ describe("humanoid-fmea-query on the local chain", () => {
     }
     expect(await balanceOf(payer.address)).toBe(before);
   });
-
-  it("a valid query without payment gets the 402 terms for USD 0.05", async () => {
-    const response = await fetch(url(), jsonPost({ subsystem: "power" }));
-    expect(response.status).toBe(402);
-    expect((await response.json()).accepts[0].amount).toBe(PRICE.toString());
-  });
 });
