@@ -12,6 +12,7 @@ const STORE_SENSITIVE = [
   "test/operations/research-brief-settlement.e2e.test.ts",
   "test/operations/research-brief-workers.e2e.test.ts",
   "test/hardening/concurrent-duplicates.e2e.test.ts",
+  "test/contract/paid-operations.e2e.test.ts",
 ];
 
 /**
