@@ -26,17 +26,33 @@ const ALONE = [
   "test/hardening/crash-recovery.e2e.test.ts",
 ];
 
+/**
+ * `npm run test:unit`: the fast tests that need no server, no chain and no database: the tests beside
+ * the code in src/ (the payment decisions among them) and the import check. The tests in src/ that do
+ * start something stay in the main project, named here with what they start.
+ */
+const UNIT = ["src/**/*.test.ts", "test/imports/**/*.test.ts"];
+const SRC_TESTS_THAT_START_THINGS = [
+  "src/http/connection-limits.test.ts", // the HTTP server under a connection flood
+  "src/operations/openapi-audit/no-external-access.test.ts", // a local HTTP server the audit must not reach
+  "src/operations/research-brief/provider-health.test.ts", // local TCP servers as search providers
+  "src/operations/tender-shortlist/ted-client.test.ts", // a stand-in TED API server
+  "src/operations/unit-convert/gnu-units.test.ts", // GNU units, a program CI installs
+  "src/store/store.test.ts", // the store contract on PostgreSQL too
+];
+
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: "forks" as const };
 
 export default defineConfig({
   test: {
     projects: [
+      { test: { ...shared, name: "unit", include: UNIT, exclude: SRC_TESTS_THAT_START_THINGS, sequence: { groupOrder: 0 } } },
       {
         test: {
           ...shared,
           name: "sqlite",
-          include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-          exclude: ALONE,
+          include: ["test/**/*.test.ts", ...SRC_TESTS_THAT_START_THINGS],
+          exclude: [...ALONE, "test/imports/**"],
           sequence: { groupOrder: 0 },
         },
       },
