@@ -21,7 +21,7 @@ import { TrialsIndex } from "../src/operations/clinical-trials-query/query.ts";
 import { SAMPLE_DIR } from "../src/operations/clinical-trials-query/sample.ts";
 import { ClinicalTrialsQueryRequest } from "../src/operations/clinical-trials-query/schema.ts";
 import type { StudyRecord } from "../src/operations/clinical-trials-query/summary.ts";
-import { syntheticStudies } from "../src/operations/clinical-trials-query/synthetic.ts";
+import { syntheticStudies } from "../test/helpers/synthetic-trials.ts";
 import { type BenchRow, report } from "./lib.ts";
 
 const STUDIES = 38_638;

@@ -15,15 +15,15 @@ import { checkJsonStructure } from "../src/input/parse-input.ts";
 import type { Json } from "../src/operations/json-diff/canonical.ts";
 import { jsonDiffPool } from "../src/operations/json-diff/index.ts";
 import { jsonDiff } from "../src/operations/json-diff/json-diff.ts";
+import { readJsonDiffRequest } from "../src/operations/json-diff/read-request.ts";
+import { type JsonDiffInput, JsonDiffRequest } from "../src/operations/json-diff/schema.ts";
 import {
   changeLeaves,
   countLeaves,
   type Random,
   recordsDocument,
   seededRandom,
-} from "../src/operations/json-diff/random-json.ts";
-import { readJsonDiffRequest } from "../src/operations/json-diff/read-request.ts";
-import { type JsonDiffInput, JsonDiffRequest } from "../src/operations/json-diff/schema.ts";
+} from "../test/helpers/random-json.ts";
 import { type BenchRow, report, timePerRun } from "./lib.ts";
 
 const TARGET_RATIO = 1.5;

@@ -22,9 +22,9 @@ import { auditDocument, RefusingResolver } from "../src/operations/openapi-audit
 import { type ContractDocument, parseContract } from "../src/operations/openapi-audit/contract.ts";
 import { auditJob, openapiAudit } from "../src/operations/openapi-audit/index.ts";
 import { AuditPool } from "../src/operations/openapi-audit/pool.ts";
-import { sampleContract } from "../src/operations/openapi-audit/sample-contract.ts";
 import { OpenApiAuditRequest } from "../src/operations/openapi-audit/schema.ts";
 import { refusingSpectralResolver } from "../src/operations/openapi-audit/spectral.ts";
+import { sampleContract } from "../test/helpers/sample-openapi-contract.ts";
 import { type BenchRow, report } from "./lib.ts";
 
 const contract = sampleContract(40);

@@ -3,9 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import { describe } from "vitest";
 import { dropSchema, freshSchemaName, testDatabaseUrl } from "../../test/helpers/postgres.ts";
+import { describeStoreContract } from "../../test/helpers/store-contract.ts";
 import { PostgresStore } from "./postgres/postgres-store.ts";
 import { SqliteStore } from "./sqlite/sqlite-store.ts";
-import { describeStoreContract } from "./store-contract.ts";
 
 describeStoreContract("SQLite", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-store-"));

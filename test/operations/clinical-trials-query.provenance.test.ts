@@ -13,9 +13,9 @@ import { clinicalTrialsQuery } from "../../src/operations/clinical-trials-query/
 import { type ApiIngestOptions, ingestFromApi } from "../../src/operations/clinical-trials-query/ingest.ts";
 import { buildSampleDatabase, SAMPLE_DIR } from "../../src/operations/clinical-trials-query/sample.ts";
 import type { StudyRecord } from "../../src/operations/clinical-trials-query/summary.ts";
-import { syntheticStudies } from "../../src/operations/clinical-trials-query/synthetic.ts";
 import { Problem } from "../../src/problem.ts";
 import { clinicalSnapshot } from "../../src/products/clinical-snapshot.ts";
+import { syntheticStudies } from "../helpers/synthetic-trials.ts";
 
 const dirs: string[] = [];
 const temp = () => {

@@ -19,7 +19,7 @@ import {
   ClinicalTrialsQueryResponse,
 } from "../../src/operations/clinical-trials-query/schema.ts";
 import { sortableDate } from "../../src/operations/clinical-trials-query/summary.ts";
-import { syntheticStudies } from "../../src/operations/clinical-trials-query/synthetic.ts";
+import { syntheticStudies } from "../helpers/synthetic-trials.ts";
 
 // Raw registry JSON, read here to compute the expected answers without the ingest's code.
 type Raw = any;

@@ -12,7 +12,7 @@ import {
 import { ingestFromApi } from "../../src/operations/clinical-trials-query/ingest.ts";
 import { buildSampleDatabase, SAMPLE_DIR } from "../../src/operations/clinical-trials-query/sample.ts";
 import type { StudyRecord } from "../../src/operations/clinical-trials-query/summary.ts";
-import { syntheticStudies } from "../../src/operations/clinical-trials-query/synthetic.ts";
+import { syntheticStudies } from "../helpers/synthetic-trials.ts";
 
 export interface ZipEntryInfo {
   path: string;

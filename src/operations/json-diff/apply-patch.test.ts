@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../../test/helpers/random-json.ts";
 import { applyPatch, jsonEqual, PatchError, type PatchOp } from "./apply-patch.ts";
 import type { Json } from "./canonical.ts";
-import { seededRandom } from "./random-json.ts";
 
 /** Recursively freezes a value so any in-place mutation throws (ESM code runs in strict mode). */
 function deepFreeze<T>(value: T): T {

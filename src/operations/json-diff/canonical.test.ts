@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { randomJson, seededRandom } from "../../../test/helpers/random-json.ts";
 import { canonicalJson } from "../../canonical-json.ts";
 import { CanonicalWriter, canonicalHash, canonicalText, type Json } from "./canonical.ts";
-import { randomJson, seededRandom } from "./random-json.ts";
 
 const fromBits = (hex: string) => {
   const view = new DataView(new ArrayBuffer(8));

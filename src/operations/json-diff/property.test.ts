@@ -1,9 +1,5 @@
 import fastJsonPatch from "fast-json-patch";
 import { describe, expect, it } from "vitest";
-import { canonicalJson } from "../../canonical-json.ts";
-import { applyPatch, jsonEqual } from "./apply-patch.ts";
-import { canonicalHash, type Json, sha256 } from "./canonical.ts";
-import { jsonDiff } from "./json-diff.ts";
 import {
   makeKeyed,
   mutateJson,
@@ -12,7 +8,11 @@ import {
   randomJson,
   seededRandom,
   shuffleKeys,
-} from "./random-json.ts";
+} from "../../../test/helpers/random-json.ts";
+import { canonicalJson } from "../../canonical-json.ts";
+import { applyPatch, jsonEqual } from "./apply-patch.ts";
+import { canonicalHash, type Json, sha256 } from "./canonical.ts";
+import { jsonDiff } from "./json-diff.ts";
 import { type JsonDiffInput, type JsonDiffOutput, JsonDiffRequest, JsonDiffResponse } from "./schema.ts";
 
 const SEEDS = 250;

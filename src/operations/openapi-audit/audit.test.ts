@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sampleContract } from "../../../test/helpers/sample-openapi-contract.ts";
 import { AGENT_RULES } from "./agent-rules.ts";
 import {
   type AuditJob,
@@ -10,7 +11,6 @@ import {
 } from "./audit.ts";
 import type { ContractDocument, ParsedContract } from "./contract.ts";
 import { auditJob, openapiAudit } from "./index.ts";
-import { sampleContract } from "./sample-contract.ts";
 import { type Finding, OpenApiAuditRequest, OpenApiAuditResponse } from "./schema.ts";
 
 /**

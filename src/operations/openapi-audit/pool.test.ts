@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { sampleContract } from "../../../test/helpers/sample-openapi-contract.ts";
 import { Problem } from "../../problem.ts";
 import { type AuditJob, auditDocument } from "./audit.ts";
 import type { ContractDocument } from "./contract.ts";
 import { openapiAudit, runAudit } from "./index.ts";
 import { AuditPool, type AuditPoolOptions, closeSharedAuditPool } from "./pool.ts";
-import { sampleContract } from "./sample-contract.ts";
 import { OpenApiAuditRequest } from "./schema.ts";
 
 const FAKE_WORKER = new URL("./test-workers/fake-worker.mjs", import.meta.url);

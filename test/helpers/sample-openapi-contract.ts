@@ -1,4 +1,4 @@
-import type { ContractDocument } from "./contract.ts";
+import type { ContractDocument } from "../../src/operations/openapi-audit/contract.ts";
 
 /**
  * A realistic, deterministic OpenAPI 3.1 contract for benchmarks and tests: `resources` CRUD

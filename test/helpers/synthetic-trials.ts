@@ -5,8 +5,9 @@
  * interventions, sponsor, phase, enrollment and start date drawn from the vocabularies below, so
  * full-text queries meet the spread of words a real index holds. Never loaded into the service.
  */
-import { seededRandom } from "../json-diff/random-json.ts";
-import type { StudyRecord } from "./summary.ts";
+
+import type { StudyRecord } from "../../src/operations/clinical-trials-query/summary.ts";
+import { seededRandom } from "./random-json.ts";
 
 const CONDITIONS = [
   "Type 2 Diabetes",

@@ -1,4 +1,4 @@
-import type { Json } from "./canonical.ts";
+import type { Json } from "../../src/operations/json-diff/canonical.ts";
 
 /**
  * Seeded random JSON for the property tests and the benchmark: the same seed gives the same

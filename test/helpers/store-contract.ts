@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { NewPayment, Store, StoredOutcome } from "./store.ts";
+import type { NewPayment, Store, StoredOutcome } from "../../src/store/store.ts";
 
 /**
  * The behaviour every Store must have, run against each implementation (SQLite, PostgreSQL).
