@@ -1,9 +1,9 @@
 /**
  * Durable jobs: the queue the API records paid jobs in and workers take them from.
  *
- * The interface is async and says nothing about the engine: SQLite serves one machine now; a
- * PostgreSQL implementation (FOR UPDATE SKIP LOCKED, or pg-boss) serves many API instances and
- * workers later and must pass the same contract suite (test/jobs-contract.ts).
+ * The interface is async and says nothing about the engine: SQLite serves one machine; PostgreSQL
+ * (postgres-job-queue.ts, FOR UPDATE SKIP LOCKED) serves many API instances and workers. Both pass
+ * the same contract suite (test/jobs-contract.ts).
  *
  * States: awaiting_payment → queued → running → ready → succeeded | failed. A job is recorded while
  * its payment is being verified and held (awaiting_payment, invisible to workers), queued once the
