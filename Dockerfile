@@ -1,8 +1,14 @@
 # utility402 API instance, worker or facilitator (the command picks the role).
-# Production image: no local test chain (anvil is an optional dependency and is left out).
+# Production image: no local test chain (anvil is an optional dependency and is left out; esbuild, which
+# tsx runs on, then fetches its own platform binary at install). The releases are built here, with the dev
+# dependencies, and shipped: the service serves them as built (its builder's TypeScript is not installed).
+# test/operator/production-start.e2e.test.ts runs this file's install and start with the same Node.
+
+# A supported Node.js LTS line (Node 20 reached its end of life on 2026-04-30).
+ARG NODE_VERSION=24
 
 # Build the four repository products' releases (their build needs dev dependencies, e.g. typescript).
-FROM node:20-bookworm-slim AS releases
+FROM node:${NODE_VERSION}-bookworm-slim AS releases
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
@@ -17,14 +23,14 @@ RUN RELEASES_DIR=/app/releases node bin/utility402.js build-products \
     csv-json-quality-toolkit agent-safe-paid-work-kit automation-data-toolkit-bundle engineering-unit-conversion-api
 
 # Production dependencies only (better-sqlite3 builds from source).
-FROM node:20-bookworm-slim AS deps
+FROM node:${NODE_VERSION}-bookworm-slim AS deps
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
     && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional
 
-FROM node:20-bookworm-slim
+FROM node:${NODE_VERSION}-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8402 DATA_DIR=/var/lib/utility402 RELEASES_DIR=/app/releases
 COPY --from=deps /app/node_modules ./node_modules
