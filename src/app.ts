@@ -204,7 +204,7 @@ export function buildApp(services: AppServices): Hono<Env> {
     const parsed = JobIdParam.safeParse(id);
     if (!parsed.success) throw invalidRequest([{ pointer: "/id", message: "must be a UUID" }]);
     const job = await store.jobs.get(parsed.data);
-    if (!job) throw new Problem(404, "job-not-found", "Unknown job", `no job with id ${parsed.data}`);
+    if (!job) throw Problem.of("job-not-found", `no job with id ${parsed.data}`);
     if (!FINAL_JOB_STATES.includes(job.state)) {
       c.header("retry-after", String(POLL_AFTER_SECONDS));
     }
@@ -235,10 +235,8 @@ export function buildApp(services: AppServices): Hono<Env> {
           : await readOperationInput(c, operation);
       const handler = services.started.get(operation.id);
       if (!handler) {
-        throw new Problem(
-          501,
+        throw Problem.of(
           "not-implemented",
-          "Not available yet",
           `${operation.id} is not available on this service yet; no payment is asked for`,
         );
       }
@@ -279,29 +277,19 @@ export function buildApp(services: AppServices): Hono<Env> {
   }
   for (const [path, methods] of methodsByPath) {
     app.all(honoPath(path), () => {
-      throw new Problem(
-        405,
-        "method-not-allowed",
-        "Method not allowed",
-        `${path} accepts ${methods.join(", ")}`,
-        {
-          headers: { allow: methods.join(", ") },
-        },
-      );
+      throw Problem.of("method-not-allowed", `${path} accepts ${methods.join(", ")}`, {
+        headers: { allow: methods.join(", ") },
+      });
     });
   }
 
-  app.notFound((c) =>
-    problemResponse(c, new Problem(404, "not-found", "Not found", `nothing at ${c.req.path}`)),
-  );
+  app.notFound((c) => problemResponse(c, Problem.of("not-found", `nothing at ${c.req.path}`)));
   app.onError((error, c) => {
     if (error instanceof Problem) return problemResponse(c, error, c.req.path);
     if (isStoreOutage(error)) {
       log.warn({ err: error, requestId: c.get("requestId") }, "the store cannot be reached");
-      const unavailable = new Problem(
-        503,
+      const unavailable = Problem.of(
         "store-unavailable",
-        "Temporarily unavailable",
         "the service's database cannot be reached right now; retry shortly",
         { headers: { "retry-after": "5" } },
       );
@@ -310,12 +298,7 @@ export function buildApp(services: AppServices): Hono<Env> {
     log.error({ err: error, requestId: c.get("requestId") }, "unhandled error");
     return problemResponse(
       c,
-      new Problem(
-        500,
-        "internal-error",
-        "Internal error",
-        "the request failed unexpectedly; nothing was charged",
-      ),
+      Problem.of("internal-error", "the request failed unexpectedly; nothing was charged"),
       c.req.path,
     );
   });

@@ -57,12 +57,7 @@ const NO_CHAIN_ACCESS =
   "this service has no chain access (set RPC_URL) to settle a job's held payment when its result is ready";
 
 const refuse = async (): Promise<never> => {
-  throw new Problem(
-    503,
-    "payments-unavailable",
-    "Not available here",
-    `${NO_CHAIN_ACCESS}; no payment was taken`,
-  );
+  throw Problem.of("chain-not-configured", `${NO_CHAIN_ACCESS}; no payment was taken`);
 };
 
 /** An async operation on a service that cannot settle held payments: refused before any payment. */

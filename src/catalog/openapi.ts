@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
 import type { PaymentTerms } from "../payments/terms.ts";
+import { problemTypeList } from "../problem.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { JobIdParam, JobRecordSchema } from "./jobs-schema.ts";
 import { agentGuidance, LLMS_TXT_PATH } from "./llms-txt.ts";
@@ -16,7 +17,11 @@ const FieldErrorSchema = z.object({
 
 const ProblemSchema = z
   .looseObject({
-    type: z.string(),
+    type: z
+      .enum(problemTypeList().map(({ type }) => type) as [string, ...string[]])
+      .meta({
+        description: "One of the service's problem types: x-problem-types gives each one's status and title.",
+      }),
     title: z.string(),
     status: z.int(),
     detail: z.string(),
@@ -249,7 +254,13 @@ export function buildOpenApiDocument(
     }),
   }) as unknown as Record<string, unknown>;
   // Where indexers look for the longer guidance: @agentcash/discovery's and x402scan's extensions.
-  return { ...document, "x-agentcash-guidance": { llmsTxtUrl }, "x-discovery": { llmsTxtUrl } };
+  return {
+    ...document,
+    "x-agentcash-guidance": { llmsTxtUrl },
+    "x-discovery": { llmsTxtUrl },
+    // The closed catalogue of problem types (src/problem.ts): every error this service answers with.
+    "x-problem-types": problemTypeList(),
+  };
 }
 
 /** The job record, with `result` described by the async operations' result schemas. */

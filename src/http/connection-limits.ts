@@ -93,8 +93,7 @@ export function defaultMaxConnections(limitsFile = "/proc/self/limits"): number 
   return 4096;
 }
 
-const refusalBody = (detail: string) =>
-  new Problem(503, "too-many-connections", "Too many connections", detail).body();
+const refusalBody = (detail: string) => Problem.of("too-many-connections", detail).body();
 
 /** A whole HTTP/1.1 answer written on a connection that is refused before any request is read. */
 function rawRefusal(detail: string): Buffer {
@@ -182,10 +181,8 @@ export function limitRequestsPerClient(fetch: Fetch, limits: HttpLimits): Fetch 
   const isTrusted = trustedProxyList(limits.trustedProxies);
   const inFlight = new Map<string, number>();
   const max = limits.maxRequestsPerClient;
-  const tooMany = new Problem(
-    429,
+  const tooMany = Problem.of(
     "too-many-requests",
-    "Too many requests",
     `at most ${max} requests from one client may be in flight at once; retry when one has finished; nothing was charged`,
     { headers: { "retry-after": "1" } },
   );

@@ -22,8 +22,7 @@ export async function readOperationInput(c: Context, operation: AnyOperation): P
   return parsed.data;
 }
 
-const tooLarge = (limit: number) =>
-  new Problem(413, "body-too-large", "Request body too large", `the request body exceeds ${limit} bytes`);
+const tooLarge = (limit: number) => Problem.of("body-too-large", `the request body exceeds ${limit} bytes`);
 
 async function readJsonBody(request: Request, operation: AnyOperation): Promise<unknown> {
   const limit = operation.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;

@@ -34,7 +34,7 @@ app.post("/built", (c) =>
 app.get("/json", (c) => c.json({ ok: true }));
 app.get("/raw", () => new Response("raw", { status: 201, headers: { "x-own": "1" } }));
 app.get("/problem", () => {
-  throw new Problem(409, "conflict", "Conflict", "already there");
+  throw Problem.of("payment-already-used", "already there");
 });
 app.onError((error, c) => {
   const { status, headers, body } = (error as Problem).toResponse(c.req.path);

@@ -1,6 +1,6 @@
 import os from "node:os";
 import { Worker } from "node:worker_threads";
-import { Problem, type ProblemBody } from "../problem.ts";
+import { Problem, type ProblemBody, type ProblemType } from "../problem.ts";
 
 /**
  * A small pool of worker threads for an operation's heavy input work (parsing and checking a large
@@ -52,7 +52,7 @@ export type WorkerReply<R> =
 
 export interface SerializedProblem {
   status: number;
-  slug: string;
+  slug: ProblemType;
   title: string;
   detail: string;
   headers: Record<string, string>;
@@ -88,8 +88,8 @@ export interface WorkerPoolVariant {
   tasks?: (count: number) => string;
   /** One worker in a failure's reason: "a worker", "an audit worker". */
   aWorker?: string;
-  /** Each problem's slug and title. */
-  slugs?: Partial<Record<PoolProblem, [slug: string, title: string]>>;
+  /** Each problem's type (its status and title are the catalogue's, src/problem.ts). */
+  slugs?: Partial<Record<PoolProblem, ProblemType>>;
   /** What a time or memory limit's detail advises after "nothing was charged" (". Send less."). */
   advice?: Partial<Record<"timeLimit" | "memoryLimit", string>>;
   /** A reply of the pool's own type (not done, problem or failed) as the Problem its task fails with. */
@@ -98,20 +98,12 @@ export interface WorkerPoolVariant {
 
 type PoolProblem = "busy" | "unavailable" | "timeLimit" | "memoryLimit" | "failed";
 
-const GENERIC_SLUGS: Record<PoolProblem, [slug: string, title: string]> = {
-  busy: ["worker-busy", "Workers busy"],
-  unavailable: ["worker-unavailable", "Temporarily unavailable"],
-  timeLimit: ["time-limit", "Time limit exceeded"],
-  memoryLimit: ["memory-limit", "Memory limit exceeded"],
-  failed: ["worker-failed", "Internal error"],
-};
-
-const STATUS: Record<PoolProblem, number> = {
-  busy: 503,
-  unavailable: 503,
-  timeLimit: 422,
-  memoryLimit: 422,
-  failed: 500,
+const GENERIC_SLUGS: Record<PoolProblem, ProblemType> = {
+  busy: "worker-busy",
+  unavailable: "worker-unavailable",
+  timeLimit: "time-limit",
+  memoryLimit: "memory-limit",
+  failed: "worker-failed",
 };
 const RETRY_AFTER: Partial<Record<PoolProblem, string>> = { busy: "2", unavailable: "5" };
 
@@ -166,9 +158,9 @@ export class WorkerPool<T, R> {
   ) {}
 
   private problem(kind: PoolProblem, detail: string) {
-    const [slug, title] = this.variant.slugs?.[kind] ?? GENERIC_SLUGS[kind];
+    const slug = this.variant.slugs?.[kind] ?? GENERIC_SLUGS[kind];
     const retryAfter = RETRY_AFTER[kind];
-    return new Problem(STATUS[kind], slug, title, detail, {
+    return Problem.of(slug, detail, {
       headers: retryAfter ? { "retry-after": retryAfter } : {},
     });
   }

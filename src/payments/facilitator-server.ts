@@ -40,12 +40,7 @@ export function buildFacilitatorApp(
         .update(c.req.header("authorization") ?? "")
         .digest();
       if (!timingSafeEqual(given, expected)) {
-        throw new Problem(
-          401,
-          "unauthorized",
-          "Unauthorized",
-          "a valid facilitator bearer token is required",
-        );
+        throw Problem.of("unauthorized", "a valid facilitator bearer token is required");
       }
       await next();
     });
@@ -74,10 +69,7 @@ export function buildFacilitatorApp(
     return c.json(await facilitator.settle(paymentPayload, paymentRequirements));
   });
   app.onError((error) => {
-    const problem =
-      error instanceof Problem
-        ? error
-        : new Problem(502, "facilitator-error", "Facilitator error", error.message);
+    const problem = error instanceof Problem ? error : Problem.of("facilitator-error", error.message);
     return new Response(JSON.stringify(problem.body()), {
       status: problem.status,
       headers: { "content-type": "application/problem+json" },

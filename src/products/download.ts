@@ -65,10 +65,8 @@ export async function fileResponse(
   const ifRange = request.headers.get("if-range");
   if (range !== undefined && ifRange !== null && ifRange.trim() !== etag) range = undefined;
   if (range === "unsatisfiable") {
-    const problem = new Problem(
-      416,
+    const problem = Problem.of(
       "range-not-satisfiable",
-      "Range not satisfiable",
       `the file has ${file.size} bytes; ask for a range inside it (the payment stays valid for the download)`,
     ).toResponse(new URL(request.url).pathname);
     for (const [name, value] of Object.entries(problem.headers)) headers.set(name, value);
@@ -103,10 +101,8 @@ export async function fileResponse(
         .map((name) => [name, headerOf(outcome.headers, name)] as const)
         .filter((entry): entry is readonly [string, string] => entry[1] !== undefined),
     );
-    throw new Problem(
-      503,
+    throw Problem.of(
       "release-unavailable",
-      "Release temporarily unavailable",
       `the release file cannot be read (${(error as Error).message}); retry the same request with the same payment` +
         ` (and its ${DOWNLOAD_TOKEN_HEADER}) within the hour; it is charged once`,
       { headers: { "retry-after": "30", ...kept } },

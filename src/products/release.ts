@@ -59,13 +59,9 @@ export function readDescriptor(
 }
 
 const unavailable = (slug: string, reason: string) =>
-  new Problem(
-    503,
-    "release-unavailable",
-    "Release temporarily unavailable",
-    `${slug}: ${reason}; no payment was taken`,
-    { headers: { "retry-after": "300" } },
-  );
+  Problem.of("release-unavailable", `${slug}: ${reason}; no payment was taken`, {
+    headers: { "retry-after": "300" },
+  });
 
 /**
  * The release folder as downloads see it. Before a payment is settled, `intact` checks that the

@@ -95,12 +95,7 @@ export const chainArbitrageSnapshot = defineOperation({
       },
       async handle(input: ChainArbitrageSnapshotInput): Promise<{ body: ChainArbitrageSnapshotOutput }> {
         if (!client) {
-          throw new Problem(
-            503,
-            "chain-not-configured",
-            "No chain RPC",
-            "set RPC_URL to quote Base; nothing was charged",
-          );
+          throw Problem.of("chain-not-configured", "set RPC_URL to quote Base; nothing was charged");
         }
         return { body: await takeSnapshot(client, settings, input) };
       },

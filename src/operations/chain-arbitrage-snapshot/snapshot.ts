@@ -77,7 +77,7 @@ interface Result {
 }
 
 const chainUnavailable = (detail: string) =>
-  new Problem(502, "chain-unavailable", "Chain RPC unavailable", `${detail}; nothing was charged`);
+  Problem.of("chain-unavailable", `${detail}; nothing was charged`);
 
 /** A read that must succeed: otherwise the chain (or the configured contract) is not what we expect. */
 function required<T>(result: Result | undefined, what: string, decode: (data: Hex) => T): T {
@@ -517,10 +517,8 @@ export async function takeSnapshot(
         return;
       }
       if ("failed" in o) {
-        throw new Problem(
-          502,
+        throw Problem.of(
           "quoter-failed",
-          "Quoter failed",
           `${v.id}'s quoter failed on ${what} at block ${blockNumber} although its pool has liquidity: ${o.failed}; nothing was charged`,
         );
       }

@@ -83,7 +83,7 @@ function isBundledSample(meta: Record<string, string>): boolean {
 /** An operation bound to a database it cannot read: every call is a 503 before any payment. */
 function staleDatabase(reason: string) {
   const refuse = async (): Promise<never> => {
-    throw new Problem(503, "dataset-unavailable", "Dataset not loaded", `${reason}; no payment was taken`);
+    throw Problem.of("dataset-unavailable", `${reason}; no payment was taken`);
   };
   return {
     available: false,

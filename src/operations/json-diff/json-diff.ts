@@ -111,9 +111,7 @@ function checkPatch(input: JsonDiffInput, edits: readonly Edit[]): void {
 }
 
 const checkFailed = (reason: string) =>
-  new Problem(
-    500,
+  Problem.of(
     "diff-check-failed",
-    "Diff check failed",
     `the computed diff failed its own check (${reason}); this is a bug in the service, nothing was charged`,
   );

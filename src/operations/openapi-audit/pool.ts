@@ -31,11 +31,11 @@ const AUDIT_VARIANT: WorkerPoolVariant = {
   tasks: (count) => `${count} audits`,
   aWorker: "an audit worker",
   slugs: {
-    busy: ["audit-busy", "Audit workers busy"],
-    unavailable: ["audit-unavailable", "Audit unavailable"],
-    timeLimit: ["audit-time-limit", "Audit time limit exceeded"],
-    memoryLimit: ["audit-memory-limit", "Audit memory limit exceeded"],
-    failed: ["audit-failed", "Audit failed"],
+    busy: "audit-busy",
+    unavailable: "audit-unavailable",
+    timeLimit: "audit-time-limit",
+    memoryLimit: "audit-memory-limit",
+    failed: "audit-failed",
   },
   advice: {
     timeLimit: ". Send a smaller contract (e.g. fewer paths per call).",

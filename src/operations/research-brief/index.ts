@@ -22,7 +22,7 @@ const JOB_TYPE = "research-brief";
 const UNAVAILABLE_RETRY_AFTER_SECONDS = "30";
 
 const unavailable = (detail: string) =>
-  new Problem(503, "research-unavailable", "Research worker unavailable", `${detail}; no payment was taken`, {
+  Problem.of("research-unavailable", `${detail}; no payment was taken`, {
     headers: { "retry-after": UNAVAILABLE_RETRY_AFTER_SECONDS },
   });
 

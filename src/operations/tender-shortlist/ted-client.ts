@@ -91,10 +91,8 @@ export interface TedClientOptions {
 }
 
 const upstreamUnavailable = (detail: string) =>
-  new Problem(
-    502,
+  Problem.of(
     "upstream-unavailable",
-    "Official notice upstream unavailable",
     `TED did not answer usably: ${detail}; nothing was charged, try again later`,
   );
 
