@@ -17,11 +17,9 @@ const FieldErrorSchema = z.object({
 
 const ProblemSchema = z
   .looseObject({
-    type: z
-      .enum(problemTypeList().map(({ type }) => type) as [string, ...string[]])
-      .meta({
-        description: "One of the service's problem types: x-problem-types gives each one's status and title.",
-      }),
+    type: z.enum(problemTypeList().map(({ type }) => type) as [string, ...string[]]).meta({
+      description: "One of the service's problem types: x-problem-types gives each one's status and title.",
+    }),
     title: z.string(),
     status: z.int(),
     detail: z.string(),
