@@ -22,7 +22,7 @@ export function parseExposition(text: string): Sample[] {
 }
 
 /** The value of the one sample named `name` whose labels include `labels`; undefined if none. */
-export function valueOf(samples: readonly Sample[], name: string, labels: Record<string, string> = {}) {
+export function sampleValue(samples: readonly Sample[], name: string, labels: Record<string, string> = {}) {
   const found = samples.filter(
     (sample) =>
       sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value),

@@ -11,7 +11,7 @@ import {
   type StandIns,
   startStandIns,
 } from "../operations/research-brief-standins.ts";
-import { declaredFamilies, parseExposition, valueOf } from "./exposition.ts";
+import { declaredFamilies, parseExposition, sampleValue } from "./exposition.ts";
 
 /** /metrics after real paid calls on the local chain: what an operator's Prometheus scrapes. */
 describe("/metrics for operators", () => {
@@ -49,18 +49,20 @@ describe("/metrics for operators", () => {
     expect(paid.status).toBe(200);
     const samples = parseExposition(await scrape());
     const csv = { operation: "csv-cleanup" };
-    expect(valueOf(samples, "utility402_revenue_atomic_total", { ...csv, door: "http" })).toBe(2_000_000);
-    expect(valueOf(samples, "utility402_payments_total", { ...csv, state: "settled" })).toBe(1);
-    expect(valueOf(samples, "utility402_settlement_duration_seconds_count", csv)).toBe(1);
-    const seconds = valueOf(samples, "utility402_settlement_duration_seconds_sum", csv) as number;
+    expect(sampleValue(samples, "utility402_revenue_atomic_total", { ...csv, door: "http" })).toBe(2_000_000);
+    expect(sampleValue(samples, "utility402_payments_total", { ...csv, state: "settled" })).toBe(1);
+    expect(sampleValue(samples, "utility402_settlement_duration_seconds_count", csv)).toBe(1);
+    const seconds = sampleValue(samples, "utility402_settlement_duration_seconds_sum", csv) as number;
     expect(seconds).toBeGreaterThan(0);
-    expect(valueOf(samples, "utility402_settlement_duration_seconds_bucket", { ...csv, le: "+Inf" })).toBe(1);
+    expect(
+      sampleValue(samples, "utility402_settlement_duration_seconds_bucket", { ...csv, le: "+Inf" }),
+    ).toBe(1);
   });
 
   it("counts a job's held payment when its result settles it, and the job queue's depth by state is read from the store", async () => {
     const states = ["awaiting_payment", "queued", "running", "ready"];
     const before = parseExposition(await scrape());
-    for (const state of states) expect(valueOf(before, "utility402_jobs", { state }), state).toBe(0);
+    for (const state of states) expect(sampleValue(before, "utility402_jobs", { state }), state).toBe(0);
 
     const payer = createPayer(devPrivateKey(7));
     const request = { question: QUESTION, requiredSources: 3, maxWords: 200 };
@@ -75,17 +77,17 @@ describe("/metrics for operators", () => {
     // Held, not settled: no revenue yet, the job counted in the queue until it is done.
     const held = parseExposition(await scrape());
     const brief = { operation: "research-brief" };
-    expect(valueOf(held, "utility402_revenue_atomic_total", { ...brief, door: "http" })).toBeUndefined();
-    expect(valueOf(held, "utility402_payments_total", { ...brief, state: "held" })).toBe(1);
+    expect(sampleValue(held, "utility402_revenue_atomic_total", { ...brief, door: "http" })).toBeUndefined();
+    expect(sampleValue(held, "utility402_payments_total", { ...brief, state: "held" })).toBe(1);
     const finished = await until("the brief", async () => {
       const body = await (await fetch(statusUrl)).json();
       return body.status === "succeeded" || body.status === "failed" ? body : undefined;
     });
     expect(finished.status).toBe("succeeded");
     const after = parseExposition(await scrape());
-    expect(valueOf(after, "utility402_revenue_atomic_total", { ...brief, door: "http" })).toBe(5_000_000);
-    expect(valueOf(after, "utility402_payments_total", { ...brief, state: "settled" })).toBe(1);
-    expect(valueOf(after, "utility402_settlement_duration_seconds_count", brief)).toBe(1);
-    for (const state of states) expect(valueOf(after, "utility402_jobs", { state }), state).toBe(0);
+    expect(sampleValue(after, "utility402_revenue_atomic_total", { ...brief, door: "http" })).toBe(5_000_000);
+    expect(sampleValue(after, "utility402_payments_total", { ...brief, state: "settled" })).toBe(1);
+    expect(sampleValue(after, "utility402_settlement_duration_seconds_count", brief)).toBe(1);
+    for (const state of states) expect(sampleValue(after, "utility402_jobs", { state }), state).toBe(0);
   });
 });
