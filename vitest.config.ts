@@ -28,13 +28,15 @@ const ALONE = [
 
 /**
  * `npm run test:unit`: the fast tests that need no server, no chain and no database: the tests beside
- * the code in src/ (the payment decisions among them) and the import check. The tests in src/ that do
- * start something stay in the main project, named here with what they start.
+ * the code in src/ (the payment decisions among them) and the import check. The tests in src/ that
+ * start something (a server, worker threads, a program, a database) stay in the main project, named
+ * here with what they start.
  */
 const UNIT = ["src/**/*.test.ts", "test/imports/**/*.test.ts"];
 const SRC_TESTS_THAT_START_THINGS = [
   "src/http/connection-limits.test.ts", // the HTTP server under a connection flood
   "src/operations/openapi-audit/no-external-access.test.ts", // a local HTTP server the audit must not reach
+  "src/operations/openapi-audit/pool.test.ts", // real audit worker threads, each loading Spectral (a third of the unit time)
   "src/operations/research-brief/provider-health.test.ts", // local TCP servers as search providers
   "src/operations/tender-shortlist/ted-client.test.ts", // a stand-in TED API server
   "src/operations/unit-convert/gnu-units.test.ts", // GNU units, a program CI installs
