@@ -69,6 +69,14 @@ describe("loadConfig", () => {
     ]);
   });
 
+  it("a health listener (HEALTH_PORT) is optional and never the public port", () => {
+    expect(loadConfig({}).healthPort).toBeUndefined();
+    expect(loadConfig({ HEALTH_PORT: "8403" }).healthPort).toBe(8403);
+    expect(problemsOf({ PORT: "9000", HEALTH_PORT: "9000" })).toEqual([
+      "HEALTH_PORT: must differ from PORT (9000); it is a second listener for the probes",
+    ]);
+  });
+
   it("refuses a local chain that is not Base and a database it cannot use", () => {
     expect(problemsOf({ X402_NETWORK: "eip155:1", DATABASE_URL: "mysql://x" })).toEqual([
       "DATABASE_URL: must be sqlite:<path> or postgres://user:password@host:port/db",

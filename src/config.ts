@@ -44,6 +44,7 @@ const isWebSearch = (name: SearchProviderName): name is WebSearchName =>
 
 const EnvSchema = z.object({
   PORT: optional(port).default(8402),
+  HEALTH_PORT: optional(port),
   HOST: optional(z.string()).default("127.0.0.1"),
   BASE_URL: optional(httpUrl),
   PAYMENT_MODE: optional(z.enum(["local", "facilitator", "self"])),
@@ -206,6 +207,8 @@ export type PaymentMode = "local" | "facilitator" | "self";
 
 export interface Config {
   port: number;
+  /** A second listener for /healthz, /readyz and /metrics only (src/http/health-listener.ts); unset: none. */
+  healthPort?: number;
   host: string;
   baseUrl: string;
   payment: {
@@ -362,6 +365,9 @@ export function loadConfig(
   if (purpose === "serve" && mode !== "local" && !env.X402_PAY_TO) {
     problems.push(`X402_PAY_TO: required when PAYMENT_MODE=${mode} (the address that receives payments)`);
   }
+  if (e.HEALTH_PORT !== undefined && e.HEALTH_PORT === e.PORT) {
+    problems.push(`HEALTH_PORT: must differ from PORT (${e.PORT}); it is a second listener for the probes`);
+  }
   const chainId = Number(e.X402_NETWORK?.split(":")[1]);
   if (mode === "local" && e.X402_NETWORK && e.X402_NETWORK !== BASE_NETWORK) {
     problems.push(`X402_NETWORK: local mode runs a Base (${BASE_NETWORK}) test chain; got ${e.X402_NETWORK}`);
@@ -414,6 +420,7 @@ export function loadConfig(
   );
   return {
     port: e.PORT,
+    healthPort: e.HEALTH_PORT,
     host: e.HOST,
     baseUrl,
     payment: {

@@ -19,6 +19,7 @@ import { devPrivateKey } from "./chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
 import type { Config } from "./config.ts";
 import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./http/connection-limits.ts";
+import { type HealthListener, startHealthListener } from "./http/health-listener.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
 import type { JobWorker } from "./jobs/worker.ts";
 import { Metrics } from "./metrics.ts";
@@ -38,6 +39,8 @@ export interface RunningService {
   config: Config;
   localChain?: LocalChain;
   payTo: `0x${string}`;
+  /** The port of the health listener (HEALTH_PORT), when there is one. */
+  healthPort?: number;
   /** Stops accepting, finishes in-flight requests and settlements, stops the local chain, closes the store. */
   stop(): Promise<void>;
 }
@@ -109,6 +112,7 @@ export async function startService(
   let worker: JobWorker | undefined;
   let heldPayments: HeldPaymentSettler | undefined;
   let recovery: RecoverySweeper | undefined;
+  let health: HealthListener | undefined;
   const started = new Map<string, StartedOperation<unknown, unknown>>();
   const closeOperations = () =>
     Promise.all([
@@ -291,6 +295,15 @@ export async function startService(
       isShuttingDown: () => shuttingDown,
     });
 
+    // The probes' own listener first: a port in use stops the start before the public port opens.
+    if (config.healthPort !== undefined) {
+      health = await startHealthListener(app.fetch, {
+        host: config.host,
+        port: config.healthPort,
+        limits: config.http,
+        log,
+      });
+    }
     // Connections capped in all and per client address, tight header/request/keep-alive timeouts, and
     // requests in flight capped per client (src/http/connection-limits.ts).
     const server = await new Promise<Server>((resolve, reject) => {
@@ -338,14 +351,16 @@ export async function startService(
         await settlerHold?.release();
         await settlementJournal.close();
         await localChain?.stop();
+        await health?.close();
         await store.close();
         log.info("stopped");
       })();
       return stopping;
     };
-    log.info({ port, mode: payment.mode, baseUrl: url }, "listening");
-    return { url, config, localChain, payTo: settings.payTo, stop };
+    log.info({ port, healthPort: health?.port, mode: payment.mode, baseUrl: url }, "listening");
+    return { url, config, localChain, payTo: settings.payTo, healthPort: health?.port, stop };
   } catch (error) {
+    await health?.close();
     await worker?.stop(0);
     await heldPayments?.stop();
     await recovery?.stop();

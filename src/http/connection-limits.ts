@@ -164,8 +164,11 @@ export function guardConnections(server: Server, limits: HttpLimits, log: Logger
   return { maxConnections, stats: () => ({ open, clients: perClient.size, refused }) };
 }
 
-/** Always answered, whoever asks: an orchestrator's probes must not be crowded out by one client. */
-const UNLIMITED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+/**
+ * An orchestrator's probes and the metrics scrape: always answered, whoever asks (never counted
+ * against a client's requests in flight), and the only paths of the health listener (HEALTH_PORT).
+ */
+export const PROBE_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
 
 const REFUSAL = Symbol("utility402.requestRefusal");
 const CLIENT = Symbol("utility402.client");
@@ -189,7 +192,7 @@ export function limitRequestsPerClient(fetch: Fetch, limits: HttpLimits): Fetch 
   return (request, bindings) => {
     const env = bindings as NodeBindings;
     const incoming = env?.incoming as Marked | undefined;
-    if (!incoming || UNLIMITED_PATHS.has((incoming.url ?? "").split("?")[0] ?? "")) {
+    if (!incoming || PROBE_PATHS.has((incoming.url ?? "").split("?")[0] ?? "")) {
       return fetch(request, bindings);
     }
     const client = clientAddress(

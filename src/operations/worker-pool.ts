@@ -434,6 +434,20 @@ export class WorkerPool<T, R> {
   }
 }
 
+/** Nice value of a worker thread: under contention the event loop (nice 0) gets about 9 times its CPU share. */
+const WORKER_NICE = 10;
+
+/**
+ * Lowers the calling worker thread's CPU priority (Linux keeps a nice value per thread), so heavy
+ * input work on every core never delays the event loop's answers (/healthz, 402s, reads) by more
+ * than a scheduler slice. Where the priority cannot be set, the thread runs as it was.
+ */
+export function runBelowTheEventLoop(): void {
+  try {
+    os.setPriority(0, Math.max(os.getPriority(0), WORKER_NICE));
+  } catch {}
+}
+
 /**
  * The worker side: answers ready, then runs `handle` for each task. A thrown Problem goes back as
  * one (a 400 keeps its pointers); anything else is a failure (500, nothing charged).
@@ -442,6 +456,7 @@ export async function serveWorker<T, R>(handle: (task: T) => R | Promise<R>): Pr
   const { parentPort } = await import("node:worker_threads");
   const port = parentPort;
   if (!port) throw new Error("this module must run in a worker thread");
+  runBelowTheEventLoop();
   port.on("message", async ({ id, task }: { id: number; task: T }) => {
     let reply: WorkerReply<R>;
     try {

@@ -31,6 +31,8 @@ const jsonPost = (body: unknown): RequestInit => ({
 export interface RunningScenario {
   service: Spawned;
   port: number;
+  /** The probes' own listener (HEALTH_PORT). */
+  healthPort: number;
   base: string;
   rpcUrl: string;
   dataDir: string;
@@ -40,9 +42,11 @@ export interface RunningScenario {
 export async function startScenarioService(): Promise<RunningScenario> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-load-watchdog-"));
   const port = await freePort();
+  const healthPort = await freePort();
   const chainPort = await freePort();
   const service = spawnUtility402(["serve"], {
     PORT: String(port),
+    HEALTH_PORT: String(healthPort),
     LOCAL_CHAIN_PORT: String(chainPort),
     LOCAL_CHAIN_STATE: "none",
     DATA_DIR: dataDir,
@@ -59,6 +63,7 @@ export async function startScenarioService(): Promise<RunningScenario> {
   return {
     service,
     port,
+    healthPort,
     base,
     rpcUrl: `http://127.0.0.1:${chainPort}`,
     dataDir,

@@ -1,5 +1,5 @@
 import { parentPort } from "node:worker_threads";
-import type { WorkerRequest } from "../worker-pool.ts";
+import { runBelowTheEventLoop, type WorkerRequest } from "../worker-pool.ts";
 import { type AuditJob, auditDocument, ContractRefused, redoclyConfig } from "./audit.ts";
 import { warmSpectral } from "./spectral.ts";
 
@@ -13,6 +13,7 @@ export type WorkerReply =
 
 const port = parentPort;
 if (!port) throw new Error("the audit worker must run in a worker thread");
+runBelowTheEventLoop();
 
 // The audit never needs the network: even if a code path tried to fetch, it fails here.
 globalThis.fetch = () => Promise.reject(new Error("the audit worker makes no network requests"));
