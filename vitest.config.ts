@@ -17,13 +17,14 @@ const STORE_SENSITIVE = [
 
 /**
  * Stress tests that load the whole machine (20,000 sockets, a flood of hostile bodies, kill -9 under
- * concurrent calls): they run after everything else, one file at a time, so they neither starve the
+ * concurrent calls, a native build): they run after everything else, one file at a time, so they neither starve the
  * other tests nor are starved by them.
  */
 const ALONE = [
   "test/hardening/load-watchdog.e2e.test.ts",
   "test/hardening/connection-cap.e2e.test.ts",
   "test/hardening/crash-recovery.e2e.test.ts",
+  "test/operator/production-start.e2e.test.ts", // compiles better-sqlite3 for another Node version
 ];
 
 /**
@@ -35,6 +36,7 @@ const ALONE = [
 const UNIT = ["src/**/*.test.ts", "test/imports/**/*.test.ts"];
 const SRC_TESTS_THAT_START_THINGS = [
   "src/http/connection-limits.test.ts", // the HTTP server under a connection flood
+  "src/http/health-listener.test.ts", // the health listener on a local port
   "src/operations/openapi-audit/no-external-access.test.ts", // a local HTTP server the audit must not reach
   "src/operations/openapi-audit/pool.test.ts", // real audit worker threads, each loading Spectral (a third of the unit time)
   "src/operations/research-brief/provider-health.test.ts", // local TCP servers as search providers
