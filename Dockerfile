@@ -44,6 +44,6 @@ RUN mkdir -p /var/lib/utility402 && chown node:node /var/lib/utility402
 USER node
 EXPOSE 8402
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.HEALTH_PORT||process.env.PORT)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "bin/utility402.js"]
 CMD ["serve"]

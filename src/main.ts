@@ -14,7 +14,12 @@ import {
 import { searchName } from "./operations/research-brief/search.ts";
 import { inProcessFacilitator } from "./payments/facilitator.ts";
 import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
-import { formatFailedPaidJobs, formatPaymentStates, formatRevenueReport } from "./payments/ledger-report.ts";
+import {
+  formatFailedPaidJobs,
+  formatPaymentStates,
+  formatRevenueReport,
+  formatUnbackedSettlements,
+} from "./payments/ledger-report.ts";
 import { createSettlerSigner } from "./payments/settler-signer.ts";
 import { buildProductsCommand, prepareReleases } from "./products/cli.ts";
 import { startService } from "./serve.ts";
@@ -34,8 +39,8 @@ commands:
   build-products [slug ...]
            build the products' release archives into RELEASES_DIR (all five, or the named ones)
   worker   run a job worker (research briefs) against the same store as the API; run as many as you like
-  ledger   print revenue from settled payments by operation and by day, then paid jobs that failed
-           (--json for machine output)
+  ledger   print revenue from settled payments by operation and by day, payments by state, paid jobs
+           that failed, and settled payments whose transaction the chain lost (--json: the revenue)
   facilitator [--port N]
            run a standalone x402 facilitator (GET /supported, POST /verify, POST /settle) that settles
            with X402_SETTLER_PRIVATE_KEY over RPC_URL, for several API instances to share one key;
@@ -105,10 +110,14 @@ async function ledgerCommand(args: string[]): Promise<void> {
     const rows = await store.revenueByOperationAndDay();
     const failedJobs = await store.jobs.failedPaidJobs();
     const states = await store.paymentCounts();
+    const transactions = await store.settlementTransactions();
     process.stdout.write(
       args.includes("--json")
         ? `${JSON.stringify(rows, null, 2)}\n`
-        : formatRevenueReport(rows) + formatPaymentStates(states) + formatFailedPaidJobs(failedJobs),
+        : formatRevenueReport(rows) +
+            formatPaymentStates(states) +
+            formatFailedPaidJobs(failedJobs) +
+            formatUnbackedSettlements(transactions),
     );
   } finally {
     await store.close();
