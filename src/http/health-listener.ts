@@ -8,10 +8,11 @@ import { guardConnections, type HttpLimits, httpServerOptions, PROBE_PATHS } fro
 /** Connections the health listener keeps open at once: probes and a metrics scraper need a handful. */
 const HEALTH_MAX_CONNECTIONS = 64;
 
-const NOT_HERE = new Response("only /healthz, /readyz and /metrics are served on this port\n", {
-  status: 404,
-  headers: { "content-type": "text/plain; charset=utf-8" },
-});
+const notHere = () =>
+  new Response("only /healthz, /readyz and /metrics are served on this port\n", {
+    status: 404,
+    headers: { "content-type": "text/plain; charset=utf-8" },
+  });
 
 export interface HealthListener {
   port: number;
@@ -36,8 +37,7 @@ export function startHealthListener(
   return new Promise((resolve, reject) => {
     const server = serve(
       {
-        fetch: (request) =>
-          PROBE_PATHS.has(new URL(request.url).pathname) ? fetch(request) : NOT_HERE.clone(),
+        fetch: (request) => (PROBE_PATHS.has(new URL(request.url).pathname) ? fetch(request) : notHere()),
         port: options.port,
         hostname: options.host,
         serverOptions: httpServerOptions(limits),

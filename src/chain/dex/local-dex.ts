@@ -238,6 +238,10 @@ export async function ensureLocalDex(rpcUrl: string, log: Logger): Promise<Local
     [LOCAL_SLIPSTREAM_FEE],
   ]);
 
+  // anvil answers a send before it has mined it: a read of what a transaction created waits for it
+  // (on a loaded machine getPool read the zero address, and the pool's mint then reverted).
+  const mined = (hash: Hex) => client.waitForTransactionReceipt({ hash, pollingInterval: 10 });
+
   // Funds: USDC minted by the local USDC's minter (USDC_ADMIN, impersonated since the chain's
   // bootstrap), WETH wrapped from test ether.
   const usdcNeeded = Object.values(POOL_DEPTH_USDC).reduce((sum, usd) => sum + usd, 0n) * 2n * USDC_UNIT;
@@ -259,12 +263,14 @@ export async function ensureLocalDex(rpcUrl: string, log: Logger): Promise<Local
     ["aerodrome-slipstream:100", LOCAL_SLIPSTREAM_FEE],
   ];
   for (const [venue, fee] of v3Pools) {
-    await call(
-      LOCAL_DEX.uniswapV3Factory,
-      V3_FACTORY_ABI,
-      "createPool",
-      [BASE_USDC_ADDRESS, BASE_WETH_ADDRESS, fee],
-      CREATE_POOL_GAS,
+    await mined(
+      await call(
+        LOCAL_DEX.uniswapV3Factory,
+        V3_FACTORY_ABI,
+        "createPool",
+        [BASE_USDC_ADDRESS, BASE_WETH_ADDRESS, fee],
+        CREATE_POOL_GAS,
+      ),
     );
     const pool = await client.readContract({
       address: LOCAL_DEX.uniswapV3Factory,
@@ -288,12 +294,14 @@ export async function ensureLocalDex(rpcUrl: string, log: Logger): Promise<Local
 
   // The Aerodrome-shaped volatile pool: both tokens transferred in, then mint() takes them.
   const aerodromeFactory = ownArtifact("AerodromeVolatileFactory");
-  await call(
-    LOCAL_DEX.aerodromeFactory,
-    aerodromeFactory.abi,
-    "createPool",
-    [BASE_USDC_ADDRESS, BASE_WETH_ADDRESS, false],
-    CREATE_POOL_GAS,
+  await mined(
+    await call(
+      LOCAL_DEX.aerodromeFactory,
+      aerodromeFactory.abi,
+      "createPool",
+      [BASE_USDC_ADDRESS, BASE_WETH_ADDRESS, false],
+      CREATE_POOL_GAS,
+    ),
   );
   const aerodromePool = (await client.readContract({
     address: LOCAL_DEX.aerodromeFactory,
