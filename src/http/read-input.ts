@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { AnyOperation } from "../catalog/operation.ts";
 import { decodeBody, parseJsonBody, queryToObject } from "../input/parse-input.ts";
 import { invalidRequest, Problem, zodIssuesToFieldErrors } from "../problem.ts";
+import { INLINE_JSON_BODY_BYTES, parseLargeJsonBody } from "./large-json-body.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -27,17 +28,18 @@ const tooLarge = (limit: number) => Problem.of("body-too-large", `the request bo
 async function readJsonBody(request: Request, operation: AnyOperation): Promise<unknown> {
   const limit = operation.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const declared = request.headers.get("content-length");
-  let text = "";
   if (declared !== null) {
+    if (Number(declared) > limit) throw tooLarge(limit);
     // A declared length within the limit: read it whole. @hono/node-server reads it straight from
     // the socket this way, without building a web ReadableStream (the dearest part of a 402 reply).
-    if (Number(declared) > limit) throw tooLarge(limit);
-    text = await request.text();
-  } else if (request.body) {
-    // Chunked: count while reading, so an endless body is cut at the limit.
-    text = decodeBody(await readCounting(request.body, limit));
+    if (Number(declared) <= INLINE_JSON_BODY_BYTES) return parseJsonBody(await request.text(), operation);
+    return parseLargeJsonBody(new Uint8Array(await request.arrayBuffer()), operation);
   }
-  return parseJsonBody(text, operation);
+  if (!request.body) return parseJsonBody("", operation);
+  // Chunked: count while reading, so an endless body is cut at the limit.
+  const body = await readCounting(request.body, limit);
+  if (body.byteLength <= INLINE_JSON_BODY_BYTES) return parseJsonBody(decodeBody(body), operation);
+  return parseLargeJsonBody(body, operation);
 }
 
 /** The body's bytes, cut at `limit` (413) whether or not a length was declared. */
