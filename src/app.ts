@@ -24,8 +24,8 @@ import {
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
 } from "./payments/headers.ts";
-import { PaymentGate } from "./payments/paid-call.ts";
-import type { PaymentTerms } from "./payments/terms.ts";
+import { PaymentGate } from "./payments/resource-server/paid-call.ts";
+import type { PaymentTerms } from "./payments/resource-server/terms.ts";
 import { invalidRequest, Problem } from "./problem.ts";
 import { DOWNLOAD_RESPONSE_HEADERS, fileResponse } from "./products/download.ts";
 import { isStoreOutage } from "./store/outage.ts";

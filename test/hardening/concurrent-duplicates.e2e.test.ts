@@ -6,7 +6,7 @@ import { type LocalChain, startLocalChain } from "../../src/chain/local-chain.ts
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { Metrics } from "../../src/metrics.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
-import { PaymentGate } from "../../src/payments/paid-call.ts";
+import { PaymentGate } from "../../src/payments/resource-server/paid-call.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import {
   STAND_IN_PAYER,

@@ -3,8 +3,8 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { Metrics } from "../../src/metrics.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
-import { LEASE_TTL_MS, STALE_LEASE_MS } from "../../src/payments/lease-keeper.ts";
-import { type PaidCall, PaymentGate } from "../../src/payments/paid-call.ts";
+import { LEASE_TTL_MS, STALE_LEASE_MS } from "../../src/payments/resource-server/lease-keeper.ts";
+import { type PaidCall, PaymentGate } from "../../src/payments/resource-server/paid-call.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import {
   STAND_IN_PAYER,

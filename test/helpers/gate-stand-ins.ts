@@ -1,7 +1,7 @@
 import { encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../../src/config.ts";
-import type { PaymentTerms } from "../../src/payments/terms.ts";
+import type { PaymentTerms } from "../../src/payments/resource-server/terms.ts";
 
 /**
  * Terms and payments for tests of the payment gate's decisions with a stand-in resource server (nothing

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
-import type { AnyOperation } from "../catalog/operation.ts";
-import type { Metrics } from "../metrics.ts";
-import type { Store } from "../store/store.ts";
+import type { AnyOperation } from "../../catalog/operation.ts";
+import type { Metrics } from "../../metrics.ts";
+import type { Store } from "../../store/store.ts";
 import type { PaymentGate } from "./paid-call.ts";
 import { SweepLoop } from "./sweep-loop.ts";
 import type { PaymentTerms } from "./terms.ts";

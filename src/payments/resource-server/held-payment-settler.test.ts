@@ -3,10 +3,10 @@ import type { x402ResourceServer } from "@x402/core/server";
 import { SettleError } from "@x402/core/types";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
-import { Metrics } from "../metrics.ts";
-import { SqliteStore } from "../store/sqlite/sqlite-store.ts";
-import type { Store } from "../store/store.ts";
+import { Metrics } from "../../metrics.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
+import type { Store } from "../../store/store.ts";
+import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { HeldPaymentSettler, jobDeadline } from "./held-payment-settler.ts";
 
 /**

@@ -15,20 +15,26 @@ import {
 } from "@x402/core/types";
 import pino, { type Logger } from "pino";
 import { z } from "zod";
-import { canonicalJson } from "../canonical-json.ts";
-import type { AnyOperation, OperationResult } from "../catalog/operation.ts";
-import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
-import { ChainUnavailableError, isTransportError } from "../chain/transport-failures.ts";
-import type { Metrics } from "../metrics.ts";
-import { Problem } from "../problem.ts";
-import { isStoreOutage } from "../store/outage.ts";
-import type { PaymentCompletion, PaymentRecord, PaymentState, Store, StoredOutcome } from "../store/store.ts";
+import { canonicalJson } from "../../canonical-json.ts";
+import type { AnyOperation, OperationResult } from "../../catalog/operation.ts";
+import { ChainUnavailableError, isTransportError } from "../../chain/transport-failures.ts";
+import type { Metrics } from "../../metrics.ts";
+import { Problem } from "../../problem.ts";
+import { isStoreOutage } from "../../store/outage.ts";
+import type {
+  PaymentCompletion,
+  PaymentRecord,
+  PaymentState,
+  Store,
+  StoredOutcome,
+} from "../../store/store.ts";
 import {
   DOWNLOAD_TOKEN_HEADER,
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
-} from "./headers.ts";
+} from "../headers.ts";
+import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { jobDeadline } from "./held-payment-settler.ts";
 import { LeaseKeeper, STALE_LEASE_MS } from "./lease-keeper.ts";
 import { replayVerdict } from "./replay-policy.ts";

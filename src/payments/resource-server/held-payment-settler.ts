@@ -2,10 +2,10 @@ import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
 import { SettleError, type SettleResponse, VerifyError } from "@x402/core/types";
 import type { Logger } from "pino";
-import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
-import type { Job, JobError } from "../jobs/queue.ts";
-import type { Metrics } from "../metrics.ts";
-import type { PaymentCompletion, PaymentRecord, Store } from "../store/store.ts";
+import type { Job, JobError } from "../../jobs/queue.ts";
+import type { Metrics } from "../../metrics.ts";
+import type { PaymentCompletion, PaymentRecord, Store } from "../../store/store.ts";
+import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { SweepLoop } from "./sweep-loop.ts";
 
 /** How often every held payment and every ready job is looked at (a finished in-process job wakes it at once). */

@@ -15,9 +15,9 @@ import {
   type TransactionReceipt,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { type RawReceipt, ReceiptWatcher } from "../chain/receipt-watcher.ts";
-import { isTransportError } from "../chain/transport-failures.ts";
+import { isTransportError } from "../../chain/transport-failures.ts";
 import { NonceAllocator, planGapRepair, type SentTransaction, SentTransactions } from "./nonce-allocator.ts";
+import { type RawReceipt, ReceiptWatcher } from "./receipt-watcher.ts";
 
 type FacilitatorEvmSigner = ConstructorParameters<typeof ExactEvmScheme>[0];
 

@@ -1,12 +1,12 @@
 import type { x402ResourceServer } from "@x402/core/server";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { standInPayment, standInRequirements, standInTerms } from "../../test/helpers/gate-stand-ins.ts";
-import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
-import { Metrics } from "../metrics.ts";
-import { csvCleanup } from "../operations/csv-cleanup/index.ts";
-import { SqliteStore } from "../store/sqlite/sqlite-store.ts";
-import type { PaymentState } from "../store/store.ts";
+import { standInPayment, standInRequirements, standInTerms } from "../../../test/helpers/gate-stand-ins.ts";
+import { Metrics } from "../../metrics.ts";
+import { csvCleanup } from "../../operations/csv-cleanup/index.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
+import type { PaymentState } from "../../store/store.ts";
+import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { type PaidCall, PaymentGate } from "./paid-call.ts";
 
 const TX = `0x${"ab".repeat(32)}` as const;
