@@ -19,12 +19,14 @@ import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
 import type { Config } from "./config.ts";
 import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./http/connection-limits.ts";
 import { type HealthListener, startHealthListener } from "./http/health-listener.ts";
+import { x402HttpAnswers } from "./http/x402-answers.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
 import type { JobWorker } from "./jobs/worker.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator/facilitator.ts";
+import { PaymentGate } from "./payments/resource-server/gate.ts";
 import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
-import { holdsPayment, PaymentGate } from "./payments/resource-server/paid-call.ts";
+import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
 import { buildPaymentTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
 import { createAuthorizationChecker } from "./payments/settler/authorization-state.ts";
@@ -200,6 +202,7 @@ export async function startService(
       resourceServer,
       store,
       metrics,
+      answers: x402HttpAnswers,
       authorizations,
       now: options.clock,
       settlementTimeoutMs: payment.settlementTimeoutMs,

@@ -13,7 +13,7 @@ const SWEEP_INTERVAL_MS = 500;
 /** Held payments looked at side by side in one sweep (each may wait for a receipt). */
 const SWEEP_CONCURRENCY = 4;
 /** Beyond two settlement waits, the margin a held payment keeps between its job's deadline and its expiry. */
-const SETTLE_MARGIN_MS = 30_000;
+export const SETTLE_MARGIN_MS = 30_000;
 /** After validBefore (+ clock skew) an unused authorization can no longer land. */
 const EXPIRY_MARGIN_SECONDS = 30;
 /** The reference facilitator's "broadcast, not confirmed" answer. */
