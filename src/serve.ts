@@ -233,6 +233,7 @@ export async function startService(
     // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
     if (authorizations && operations.some(holdsPayment)) {
       heldPayments = new HeldPaymentSettler({
+        answers: x402HttpAnswers,
         store,
         resourceServer,
         metrics,

@@ -9,7 +9,7 @@ import { devPrivateKey } from "../../chain/dev-accounts.ts";
 import { ChainUnavailableError } from "../../chain/transport-failures.ts";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../../config.ts";
 import { ReceiptTimeoutError } from "../settler/receipt-watcher.ts";
-import type { SettlerSigner } from "../settler/settler-signer.ts";
+import type { SettlerSigner } from "../settler/signer.ts";
 import { inProcessFacilitator } from "./facilitator.ts";
 
 const network = BASE_NETWORK as `${string}:${string}`;

@@ -6,26 +6,21 @@ import { Problem } from "../../problem.ts";
 import { isStoreOutage } from "../../store/outage.ts";
 import type { PaymentRecord, PaymentState, Store, StoredOutcome } from "../../store/store.ts";
 import type { AuthorizationChecker } from "../settler/authorization-state.ts";
-import { jobDeadline } from "./held-payment-settler.ts";
-import { LeaseKeeper, STALE_LEASE_MS } from "./lease-keeper.ts";
+import { jobDeadline } from "./job-payment.ts";
+import { LeaseKeeper } from "./lease-keeper.ts";
 import { type KindServices, PAYMENT_KINDS, type PaymentKind } from "./operation-kinds.ts";
 import {
   type GateOutcome,
-  inProgress,
   type KeptAnswers,
   type PaidRequest,
   type PaymentContext,
   paymentsUnavailable,
-  RETRY_AFTER_SECONDS,
   RetryLater,
 } from "./paid-request.ts";
 import { identifyPayment, type PaymentIdentity, safeEqual, sha256 } from "./payment-identity.ts";
-import { ownerVerdict, repeatVerdict } from "./replay-policy.ts";
+import { PaymentWork } from "./payment-work.ts";
+import { repeatVerdict } from "./replay-policy.ts";
 import { Settlement } from "./settlement.ts";
-import { resumeVerdict } from "./settlement-verdict.ts";
-
-/** How long a request waits for another one (maybe at another instance) working on the same payment. */
-const DUPLICATE_WAIT_MS = 15_000;
 
 /**
  * The paid-call pipeline: verify → reserve (payer, nonce) → run → keep the answer → settle only
@@ -40,7 +35,6 @@ const DUPLICATE_WAIT_MS = 15_000;
  * own authorization state on the next retry.
  */
 export class PaymentGate {
-  private readonly inflight = new Map<string, Promise<StoredOutcome>>();
   private initialized: Promise<void> | undefined;
   private active = 0;
   private idle: (() => void) | undefined;
@@ -52,6 +46,7 @@ export class PaymentGate {
   private readonly answers: KeptAnswers;
   private readonly kinds: Readonly<Record<OperationKind, PaymentKind>>;
   private readonly services: KindServices;
+  private readonly work: PaymentWork;
   /** The leases this instance holds on payments it works on, renewed while it works. */
   readonly leases: LeaseKeeper;
 
@@ -93,6 +88,14 @@ export class PaymentGate {
       settlementTimeoutMs: options.settlementTimeoutMs,
       maxHeldPerPayer: options.maxHeldPerPayer ?? Number.POSITIVE_INFINITY,
     };
+    this.work = new PaymentWork({
+      store: this.store,
+      leases: this.leases,
+      settlement: this.settlement,
+      kinds: this.kinds,
+      services: this.services,
+      now: this.now,
+    });
   }
 
   /** Until when the job of a held payment may run before it is given up and the payment released. */
@@ -141,14 +144,14 @@ export class PaymentGate {
   async recover(record: PaymentRecord, context: PaymentContext): Promise<PaymentState | "busy"> {
     const lease = this.leases.fresh();
     if (
-      this.inflight.has(record.paymentKey) ||
+      this.work.running(record.paymentKey) !== undefined ||
       !(await this.store.takeOverPayment(record.paymentKey, this.now(), lease))
     ) {
       return "busy";
     }
     try {
       const kind = this.kinds[context.operation.kind];
-      await this.track(record.paymentKey, lease, () => kind.recover(record, context, this.services));
+      await this.work.track(record.paymentKey, lease, () => kind.recover(record, context, this.services));
     } catch (error) {
       if (!(error instanceof Problem) && !(error instanceof RetryLater)) throw error;
     }
@@ -192,10 +195,7 @@ export class PaymentGate {
     });
     if (!reservation.reserved) return this.repeat(reservation.existing, identity, request);
     this.services.metrics.paymentState(request.operation.id, "verified");
-    const answer = await this.track(identity.paymentKey, lease, () =>
-      this.runAndConclude(identity, request, null, false),
-    );
-    return { kind: "answer", answer, replayed: false };
+    return { kind: "answer", answer: await this.work.start(identity, request, lease), replayed: false };
   }
 
   /** The same payment seen again: the stored outcome, the first attempt's answer, a resumption, or a refusal. */
@@ -209,7 +209,7 @@ export class PaymentGate {
     const verdict = repeatVerdict({
       samePayload: record.payloadHash === identity.payloadHash,
       sameRequest: record.requestHash === identity.requestHash,
-      runningHere: this.inflight.has(record.paymentKey),
+      runningHere: this.work.running(record.paymentKey) !== undefined,
       final: record.outcome
         ? {
             soldDownload: this.kinds[request.operation.kind].soldDownload(record.state),
@@ -246,141 +246,9 @@ export class PaymentGate {
       case "serve":
         return replayed(record.outcome as StoredOutcome);
       case "join":
-        return replayed(await (this.inflight.get(record.paymentKey) as Promise<StoredOutcome>));
-      case "take-over": {
-        const deadline = Date.now() + DUPLICATE_WAIT_MS;
-        for (;;) {
-          const lease = this.leases.fresh();
-          if (await this.store.takeOverPayment(record.paymentKey, this.now(), lease)) {
-            return replayed(
-              await this.track(record.paymentKey, lease, () => this.resume(record, identity, request)),
-            );
-          }
-          const outcome = await this.awaitOwner(record.paymentKey, deadline);
-          if (outcome) return replayed(outcome);
-        }
-      }
-    }
-  }
-
-  /** Finishes a payment whose owner stopped before its final state (a crash, or an unknown settlement). */
-  private async resume(
-    record: PaymentRecord,
-    presented: PaymentIdentity,
-    request: PaidRequest,
-  ): Promise<StoredOutcome> {
-    request.log.info({ paymentKey: record.paymentKey }, "resuming an unfinished payment");
-    // Accepted when it was first reserved, not now (its settlement latency counts from then).
-    const identity = { ...presented, facts: { ...presented.facts, createdAt: record.createdAt } };
-    let onChain: Awaited<ReturnType<Settlement["chainOutcome"]>>;
-    try {
-      onChain = await this.settlement.chainOutcome(identity.facts);
-    } catch (error) {
-      request.log.warn({ err: error }, "cannot read the authorization state to resume the payment");
-      return this.settlement.keepOpen(identity.facts);
-    }
-    if (resumeVerdict({ onChain, nowMs: this.now(), validBefore: identity.facts.validBefore }) === "settle") {
-      return this.runAndConclude(identity, request, record.pendingOutcome, true);
-    }
-    // Paid or used meanwhile, or too late to settle (whether an earlier broadcast may still land is decided there).
-    const expired = !onChain || onChain.state === "unused";
-    return this.settlement.resolve(identity.facts, request, record.pendingOutcome, {
-      onChain,
-      ...(expired ? { refusal: "the authorization expired" } : {}),
-    });
-  }
-
-  /**
-   * Runs the operation (unless its answer is already kept from an earlier attempt), keeps the answer,
-   * then lets the operation's kind settle or hold it. A failed operation releases the payment.
-   */
-  private async runAndConclude(
-    identity: PaymentIdentity,
-    request: PaidRequest,
-    kept: StoredOutcome | null,
-    resumed: boolean,
-  ): Promise<StoredOutcome> {
-    const { operation, log } = request;
-    const kind = this.kinds[operation.kind];
-    let answer = kept;
-    if (!answer) {
-      try {
-        const result = await request.run({ paymentKey: identity.paymentKey, payer: identity.facts.payer });
-        answer = kind.keep(
-          {
-            status: result.status ?? 200,
-            headers: { "content-type": operation.outputContentType, ...result.headers },
-            ...(result.file
-              ? { body: "", file: result.file }
-              : { body: result.bodyText ?? JSON.stringify(result.body) }),
-          },
-          request,
-        );
-      } catch (error) {
-        if (!(error instanceof Problem)) log.error({ err: error }, "operation failed");
-        const problem =
-          error instanceof Problem
-            ? error
-            : new Problem(
-                500,
-                "internal-error",
-                "Internal error",
-                "the operation failed unexpectedly; nothing was charged",
-              );
-        log.info({ status: problem.status }, "operation failed: payment released, nothing charged");
-        return this.settlement.finish(
-          identity.facts,
-          request,
-          "released",
-          problem.toResponse(operation.path),
-          {
-            error: problem.detail,
-          },
-        );
-      }
-      await this.store.recordPendingOutcome(identity.paymentKey, answer);
-    }
-    const concluded = await kind.conclude(identity, request, answer, resumed, this.services);
-    if (concluded) return concluded;
-    return (
-      (await this.awaitOwner(identity.paymentKey, Date.now() + DUPLICATE_WAIT_MS)) ??
-      Promise.reject(inProgress(1))
-    );
-  }
-
-  /** Runs the work of this instance on a payment whose lease it holds, renewing the lease until it ends. */
-  private async track(
-    paymentKey: string,
-    lease: number,
-    work: () => Promise<StoredOutcome>,
-  ): Promise<StoredOutcome> {
-    this.leases.hold(paymentKey, lease);
-    const promise = work();
-    this.inflight.set(paymentKey, promise);
-    try {
-      return await promise;
-    } finally {
-      this.inflight.delete(paymentKey);
-      this.leases.forget(paymentKey);
-    }
-  }
-
-  /** Another attempt works on the payment: its outcome once final, or undefined to take it over (ownerVerdict). */
-  private async awaitOwner(paymentKey: string, deadline: number): Promise<StoredOutcome | undefined> {
-    for (;;) {
-      const record = await this.store.getPayment(paymentKey);
-      const verdict = ownerVerdict({
-        recorded: record !== undefined,
-        final: record?.outcome != null,
-        leaseLeftMs: (record?.leaseUntil ?? 0) - this.now(),
-        staleLeaseMs: STALE_LEASE_MS,
-        waitedTooLong: Date.now() >= deadline,
-        retryAfterSeconds: RETRY_AFTER_SECONDS,
-      });
-      if (verdict.verdict === "outcome") return record?.outcome as StoredOutcome;
-      if (verdict.verdict === "take-over") return undefined;
-      if (verdict.verdict === "in-progress") throw inProgress(verdict.retryAfterSeconds);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+        return replayed(await (this.work.running(record.paymentKey) as Promise<StoredOutcome>));
+      case "take-over":
+        return replayed(await this.work.takeOverOrWait(record, identity, request));
     }
   }
 

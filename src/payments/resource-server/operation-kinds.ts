@@ -2,7 +2,7 @@ import type { OperationKind } from "../../catalog/operation.ts";
 import type { Metrics } from "../../metrics.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentRecord, PaymentState, Store, StoredOutcome } from "../../store/store.ts";
-import { SETTLE_MARGIN_MS } from "./held-payment-settler.ts";
+import { SETTLE_MARGIN_MS } from "./job-payment.ts";
 import { type PaidRequest, type PaymentContext, paymentsUnavailable, RetryLater } from "./paid-request.ts";
 import { type PaymentIdentity, sha256 } from "./payment-identity.ts";
 import type { Settlement } from "./settlement.ts";
