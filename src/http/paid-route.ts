@@ -103,7 +103,7 @@ function unpaidAnswer(terms: PaymentTerms): StoredOutcome {
       "cache-control": "no-store",
     },
     body: JSON.stringify({
-      ...new Problem(402, "payment-required", "Payment required", detail).body(),
+      ...Problem.of("payment-required", detail).body(),
       ...terms.paymentRequired,
     }),
   };

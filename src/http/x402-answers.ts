@@ -18,7 +18,7 @@ import type { StoredOutcome } from "../store/store.ts";
 export const x402HttpAnswers: KeptAnswers = {
   rejection(terms: PaymentTerms, reason: string, message: string): Problem {
     const paymentRequired = { ...terms.paymentRequired, error: `${reason}: ${message}` };
-    return new Problem(402, "payment-rejected", "Payment rejected", message, {
+    return Problem.of("payment-rejected", message, {
       headers: {
         [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired),
         "cache-control": "no-store",

@@ -1,11 +1,15 @@
-import type { x402ResourceServer } from "@x402/core/server";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  checker,
+  paymentHeader,
+  resourceServer,
+  standInGate,
+  TX,
+} from "../../../test/helpers/gate-fixture.ts";
+import {
   decoded,
   httpOutcome,
-  standInPayment,
-  standInPaymentKey,
   standInRequirements,
   standInTerms,
 } from "../../../test/helpers/gate-stand-ins.ts";
@@ -13,66 +17,16 @@ import { x402HttpAnswers } from "../../http/x402-answers.ts";
 import { Metrics } from "../../metrics.ts";
 import { csvCleanup } from "../../operations/csv-cleanup/index.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
-import type { PaymentState } from "../../store/store.ts";
-import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { PaymentGate } from "./gate.ts";
 import type { PaidRequest } from "./paid-request.ts";
 
-const TX = `0x${"ab".repeat(32)}` as const;
 const requirements = standInRequirements;
 const terms = standInTerms;
-
-let nonce = 0;
-const paymentHeader = () => standInPayment(++nonce);
-
-/** A resource server that verifies everything and settles as told. */
-const resourceServer = (settle: () => Promise<unknown>) =>
-  ({
-    initialize: async () => {},
-    findMatchingRequirements: () => requirements,
-    verifyPayment: async () => ({ isValid: true }),
-    settlePayment: settle,
-  }) as unknown as x402ResourceServer;
-
-const checker = (outcome: AuthorizationOutcome): AuthorizationChecker => ({ check: async () => outcome });
-
 const stores: SqliteStore[] = [];
 afterEach(async () => {
   for (const store of stores.splice(0)) await store.close();
 });
-
-function setup(options: {
-  settle: () => Promise<unknown>;
-  authorizations?: AuthorizationChecker;
-  now?: () => number;
-}) {
-  const store = new SqliteStore(":memory:");
-  stores.push(store);
-  const gate = new PaymentGate({
-    answers: x402HttpAnswers,
-    resourceServer: resourceServer(options.settle),
-    store,
-    metrics: new Metrics(),
-    authorizations: options.authorizations,
-    settlementTimeoutMs: 1000,
-    now: options.now,
-  });
-  const finals: { state: PaymentState; ledger: PaymentState | undefined }[] = [];
-  const call = (header: string): PaidRequest => ({
-    operation: csvCleanup,
-    terms,
-    input: { rows: [{ id: "1" }] },
-    payment: decoded(header),
-    requestId: "req",
-    door: "http",
-    log: pino({ level: "silent" }),
-    run: async () => ({ body: { ok: true } }),
-    onFinal: async (paymentKey, state) => {
-      finals.push({ state, ledger: (await store.getPayment(paymentKey))?.state });
-    },
-  });
-  return { store, gate, call, finals };
-}
+const setup = (options: Parameters<typeof standInGate>[0]) => standInGate(options, stores);
 
 const refused = async () => ({
   success: false,
@@ -237,71 +191,5 @@ describe("the paid-call pipeline around settlement", () => {
     expect(late.status).toBe(200);
     expect(JSON.parse(late.body)).toEqual({ by: "other" });
     expect(settlements).toBe(1);
-  });
-});
-
-describe("the money rules the end-to-end payment suites check, at the gate", () => {
-  const settles = () => {
-    const sent: string[] = [];
-    const settle = async () => {
-      sent.push("settle");
-      return { success: true, transaction: TX, network: requirements.network };
-    };
-    return { sent, settle };
-  };
-
-  it("no payment: the route's terms, nothing run", async () => {
-    const { gate, call } = setup(settles());
-    const outcome = await gate.handle({ ...call(paymentHeader()), payment: undefined });
-    expect(outcome).toEqual({ kind: "payment-required", terms });
-  });
-
-  it("an operation that fails after verification is not charged: released, never settled", async () => {
-    const { sent, settle } = settles();
-    const { gate, call, store } = setup({ settle });
-    const header = paymentHeader();
-    const outcome = await httpOutcome(gate, {
-      ...call(header),
-      run: async () => {
-        throw new Error("boom");
-      },
-    });
-    expect(outcome.status).toBe(500);
-    expect(sent).toEqual([]);
-    expect((await store.getPayment(standInPaymentKey(nonce)))?.state).toBe("released");
-  });
-
-  it("a success is settled once; its prompt retry is replayed, not settled again; after two minutes it is refused", async () => {
-    const { sent, settle } = settles();
-    let now = Date.now();
-    const { gate, call } = setup({ settle, now: () => now });
-    const header = paymentHeader();
-    const first = await httpOutcome(gate, call(header));
-    expect(first.status).toBe(200);
-    expect(first.headers["PAYMENT-RESPONSE"]).toBeDefined();
-    const retry = await httpOutcome(gate, call(header));
-    expect(retry.headers["x-payment-replayed"]).toBe("true");
-    expect(retry.body).toBe(first.body);
-    expect(sent).toEqual(["settle"]);
-    now += 121_000;
-    const late = await httpOutcome(gate, call(header));
-    expect(late.status).toBe(409);
-    expect(sent).toEqual(["settle"]);
-  });
-
-  it("a payment is for its request only: another input is a 409; another signature over its nonce a 402", async () => {
-    const { sent, settle } = settles();
-    const { gate, call } = setup({ settle });
-    const header = paymentHeader();
-    expect((await httpOutcome(gate, call(header))).status).toBe(200);
-    const other = await httpOutcome(gate, { ...call(header), input: { rows: [{ id: "2" }] } });
-    expect(other.status).toBe(409);
-    expect(JSON.parse(other.body).type).toMatch(/payment-already-used$/);
-    const resigned = decoded(header);
-    (resigned.payload as { signature: string }).signature = `0x${"22".repeat(65)}`;
-    const forged = await httpOutcome(gate, { ...call(header), payment: resigned });
-    expect(forged.status).toBe(402);
-    expect(JSON.parse(forged.body).reason).toBe("nonce_already_used");
-    expect(sent).toEqual(["settle"]);
   });
 });

@@ -263,5 +263,4 @@ export class PaymentGate {
   }
 }
 
-const alreadyUsed = (detail: string) =>
-  new Problem(409, "payment-already-used", "Payment already used", detail);
+const alreadyUsed = (detail: string) => Problem.of("payment-already-used", detail);

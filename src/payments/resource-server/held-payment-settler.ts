@@ -1,13 +1,13 @@
 import type { x402ResourceServer } from "@x402/core/server";
-import type { SettleResponse } from "@x402/core/types";
 import type { Logger } from "pino";
 import type { Job } from "../../jobs/queue.ts";
 import type { Metrics } from "../../metrics.ts";
 import type { PaymentCompletion, PaymentRecord, Store } from "../../store/store.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
+import { countFinalState } from "./final-state-metrics.ts";
 import { deadlinePassed, jobDeadline, paymentRefused, SETTLE_MARGIN_MS, settleHeld } from "./job-payment.ts";
 import type { KeptAnswers } from "./paid-request.ts";
-import { settlementVerdict } from "./settlement-verdict.ts";
+import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
 import { SweepLoop } from "./sweep-loop.ts";
 
 /** How often every held payment and every ready job is looked at (a finished in-process job wakes it at once). */
@@ -236,12 +236,7 @@ export class HeldPaymentSettler {
 
   private async settled(record: PaymentRecord, job: Job, transaction: string): Promise<HeldOutcome> {
     const { store, log } = this.options;
-    const receipt: SettleResponse = {
-      success: true,
-      transaction,
-      network: record.network as `${string}:${string}`,
-      payer: record.payer,
-    };
+    const receipt = onChainReceipt(record, transaction);
     const outcome = record.outcome ? this.options.answers.withReceipt(record.outcome, receipt) : undefined;
     // Ledger first, then the result is shown: a crash in between is finished by the next look.
     await this.complete(record, { state: "settled", txHash: transaction }, outcome);
@@ -293,16 +288,8 @@ export class HeldPaymentSettler {
       ...completion,
       outcome: outcome ?? { status: 202, headers: {}, body: "" },
     });
-    if (completed) this.options.metrics.paymentState(record.operationId, completion.state);
-    if (completed && completion.state === "settled") {
-      const { operationId, held, amount, createdAt } = record;
-      this.options.metrics.paymentSettled({
-        operation: operationId,
-        door: held?.door,
-        amount,
-        acceptedAt: createdAt,
-      });
-    }
+    if (completed)
+      countFinalState(this.options.metrics, completion.state, { ...record, door: record.held?.door });
     this.attempts.delete(record.paymentKey);
     return completed;
   }

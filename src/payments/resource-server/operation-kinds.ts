@@ -146,10 +146,8 @@ async function checkHeldByPayer(identity: PaymentIdentity, { store, maxHeldPerPa
   const held = (await store.heldPayments()).filter((record) => record.payer === payer).length;
   if (held >= maxHeldPerPayer) {
     throw new RetryLater(
-      new Problem(
-        429,
+      Problem.of(
         "too-many-held-payments",
-        "Too many jobs running for this payer",
         `${held} jobs of this payer are still running on payments held until they deliver (at most ${maxHeldPerPayer}); retry when one has finished; nothing was charged`,
       ),
       30,

@@ -80,20 +80,15 @@ export class RetryLater extends Error {
 
 /** Payments cannot be processed right now (facilitator, chain or ledger unreachable): 503, retry. */
 export function paymentsUnavailable(detail: string): RetryLater {
-  return new RetryLater(
-    new Problem(503, "payments-unavailable", "Payments temporarily unavailable", detail),
-    RETRY_AFTER_SECONDS,
-  );
+  return new RetryLater(Problem.of("payments-unavailable", detail), RETRY_AFTER_SECONDS);
 }
 
 /** Another attempt works on this payment: never a rejection, a retry with the same payment gets its outcome. */
 export function inProgress(retryAfterSeconds: number): RetryLater {
   const seconds = Math.max(1, retryAfterSeconds);
   return new RetryLater(
-    new Problem(
-      409,
+    Problem.of(
       "payment-in-progress",
-      "Payment in progress",
       `this payment is being processed; retry the same request with the same payment in ${seconds} s to receive its outcome; it is charged at most once`,
     ),
     seconds,

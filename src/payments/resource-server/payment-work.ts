@@ -136,12 +136,7 @@ export class PaymentWork {
         const problem =
           error instanceof Problem
             ? error
-            : new Problem(
-                500,
-                "internal-error",
-                "Internal error",
-                "the operation failed unexpectedly; nothing was charged",
-              );
+            : Problem.of("internal-error", "the operation failed unexpectedly; nothing was charged");
         log.info({ status: problem.status }, "operation failed: payment released, nothing charged");
         return this.settlement.finish(
           identity.facts,

@@ -1,3 +1,4 @@
+import type { SettleResponse } from "@x402/core/types";
 import type { AuthorizationOutcome } from "../settler/authorization-state.ts";
 
 /** After validBefore (+ clock skew) an unused authorization can no longer land: the payment is over. */
@@ -67,4 +68,17 @@ export function resumeVerdict(
 ): ResumeVerdict {
   if (facts.onChain && facts.onChain.state !== "unused") return "decide";
   return facts.nowMs / 1000 >= facts.validBefore ? "decide" : "settle";
+}
+
+/** The receipt of a payment the token says was paid in this transaction (no facilitator answer to copy). */
+export function onChainReceipt(
+  payment: { network: string; payer: string },
+  transaction: string,
+): SettleResponse {
+  return {
+    success: true,
+    transaction,
+    network: payment.network as `${string}:${string}`,
+    payer: payment.payer,
+  };
 }

@@ -5,10 +5,11 @@ import type { Metrics } from "../../metrics.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentCompletion, Store, StoredOutcome } from "../../store/store.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
+import { countFinalState } from "./final-state-metrics.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
 import { type KeptAnswers, type PaymentContext, paymentsUnavailable } from "./paid-request.ts";
 import type { PaymentFacts, PaymentIdentity } from "./payment-identity.ts";
-import { settlementVerdict } from "./settlement-verdict.ts";
+import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
 import { shortReason } from "./short-reason.ts";
 
 /** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
@@ -155,18 +156,11 @@ export class Settlement {
         return this.keepOpen(facts);
       case "settled": {
         context.log.info({ transaction: verdict.transaction }, "payment found settled on chain");
-        const receipt: SettleResponse = {
-          success: true,
-          transaction: verdict.transaction,
-          network: facts.network as `${string}:${string}`,
-          payer: facts.payer,
-        };
+        const receipt = onChainReceipt(facts, verdict.transaction);
         const delivered =
           answer ??
-          new Problem(
-            500,
+          Problem.of(
             "result-lost",
-            "Result lost",
             `the payment was settled (transaction ${verdict.transaction}) but its result was not kept; contact the operator`,
           ).toResponse(path);
         return this.finish(facts, context, "settled", this.options.answers.withReceipt(delivered, receipt), {
@@ -257,16 +251,11 @@ export class Settlement {
       const record = await store.getPayment(facts.paymentKey);
       if (record?.outcome) return record.outcome;
     }
-    this.options.metrics.paymentState(context.operation.id, state);
-    if (state === "settled") {
-      const { amount, createdAt } = facts;
-      this.options.metrics.paymentSettled({
-        operation: context.operation.id,
-        door: context.door,
-        amount,
-        acceptedAt: createdAt,
-      });
-    }
+    countFinalState(this.options.metrics, state, {
+      ...facts,
+      operationId: context.operation.id,
+      door: context.door,
+    });
     return outcome;
   }
 
