@@ -41,7 +41,8 @@ export function paidRoute(options: {
     // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
     if (!header) await handler.admit?.();
     const requestId = c.get("requestId");
-    const requestLog = log.child({ requestId, operation: operation.id });
+    // A call without payment gets the terms at once: nothing of the request is read for it (the 402 is hot).
+    const requestLog = header ? log.child({ requestId, operation: operation.id }) : log;
     const request: PaidRequest = {
       operation,
       terms,
@@ -51,8 +52,8 @@ export function paidRoute(options: {
       log: requestLog,
       // This is the HTTP door; an MCP or x402 v1 door passes its own name (revenue by door in /metrics).
       door: "http",
-      downloadToken: c.req.header(DOWNLOAD_TOKEN_HEADER),
-      client: requestClient(c),
+      downloadToken: header ? c.req.header(DOWNLOAD_TOKEN_HEADER) : undefined,
+      client: header ? requestClient(c) : undefined,
       run: ({ paymentKey, payer }) =>
         handler.handle(input, { requestId, log: requestLog, now, paymentKey, payer }),
       onFinal: handler.paymentFinal?.bind(handler),
