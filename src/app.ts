@@ -10,8 +10,8 @@ import { LLMS_TXT_PATH } from "./catalog/llms-txt.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import type { buildX402Manifest } from "./catalog/x402-manifest.ts";
-import { requestClient } from "./http/connection-limits.ts";
 import { corsPreflight, corsResponseHeaders } from "./http/cors.ts";
+import { paidRoute } from "./http/paid-route.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import { respond } from "./http/response-headers.ts";
@@ -19,15 +19,14 @@ import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
 import { FINAL_JOB_STATES } from "./jobs/queue.ts";
 import type { Metrics } from "./metrics.ts";
 import {
-  DOWNLOAD_TOKEN_HEADER,
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
 } from "./payments/headers.ts";
-import { PaymentGate } from "./payments/paid-call.ts";
-import type { PaymentTerms } from "./payments/terms.ts";
+import type { PaymentGate } from "./payments/resource-server/gate.ts";
+import type { PaymentTerms } from "./payments/resource-server/terms.ts";
 import { invalidRequest, Problem } from "./problem.ts";
-import { DOWNLOAD_RESPONSE_HEADERS, fileResponse } from "./products/download.ts";
+import { DOWNLOAD_RESPONSE_HEADERS } from "./products/download.ts";
 import { isStoreOutage } from "./store/outage.ts";
 import type { Store, StoredOutcome } from "./store/store.ts";
 
@@ -218,13 +217,9 @@ export function buildApp(services: AppServices): Hono<Env> {
     app.get(honoPath(route.path), async (c) => json(c, await route.handler()));
   }
 
-  const unpaidById = new Map(
-    [...termsById].map(([operationId, terms]) => [operationId, PaymentGate.unpaid(terms)] as const),
-  );
-
   for (const operation of operations) {
     const terms = termsById.get(operation.id) as PaymentTerms;
-    const unpaid = unpaidById.get(operation.id) as StoredOutcome;
+    const paid = paidRoute({ gate, operation, terms, log, now });
     app.on(operation.method, honoPath(operation.path), async (c: Context<Env>) => {
       const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
       // A body that is present is read and checked first (an invalid one is a 400 before any 402); an
@@ -240,29 +235,7 @@ export function buildApp(services: AppServices): Hono<Env> {
           `${operation.id} is not available on this service yet; no payment is asked for`,
         );
       }
-      if (!paymentHeader) {
-        // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
-        await handler.admit?.();
-        return send(c, unpaid);
-      }
-      const requestLog = log.child({ requestId: c.get("requestId"), operation: operation.id });
-      const outcome = await gate.handle({
-        operation,
-        terms,
-        input,
-        paymentHeader,
-        requestId: c.get("requestId"),
-        log: requestLog,
-        // The HTTP API is this door; an MCP or x402 v1 door passes its own name (revenue by door in /metrics).
-        door: "http",
-        downloadToken: c.req.header(DOWNLOAD_TOKEN_HEADER),
-        client: requestClient(c),
-        run: ({ paymentKey, payer }) =>
-          handler.handle(input, { requestId: c.get("requestId"), log: requestLog, now, paymentKey, payer }),
-        onFinal: handler.paymentFinal?.bind(handler),
-      });
-      // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
-      return outcome.file ? fileResponse({ ...outcome, file: outcome.file }, c.req.raw) : send(c, outcome);
+      return paid(c, input, handler);
     });
   }
 

@@ -12,15 +12,15 @@ import {
   runIngest,
 } from "./operations/clinical-trials-query/ingest-command.ts";
 import { searchName } from "./operations/research-brief/search.ts";
-import { inProcessFacilitator } from "./payments/facilitator.ts";
-import { buildFacilitatorApp } from "./payments/facilitator-server.ts";
+import { inProcessFacilitator } from "./payments/facilitator/facilitator.ts";
+import { buildFacilitatorApp } from "./payments/facilitator/facilitator-server.ts";
 import {
   formatFailedPaidJobs,
   formatPaymentStates,
   formatRevenueReport,
   formatUnbackedSettlements,
-} from "./payments/ledger-report.ts";
-import { createSettlerSigner } from "./payments/settler-signer.ts";
+} from "./payments/ledger/ledger-report.ts";
+import { createSettlerSigner } from "./payments/settler/settler-signer.ts";
 import { buildProductsCommand, prepareReleases } from "./products/cli.ts";
 import { startService } from "./serve.ts";
 import {

@@ -14,22 +14,24 @@ import { buildOpenApiDocument } from "./catalog/openapi.ts";
 import type { AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { FREE_ROUTES, OPERATIONS } from "./catalog/registry.ts";
 import { buildX402Manifest } from "./catalog/x402-manifest.ts";
-import { createAuthorizationChecker } from "./chain/authorization-state.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
 import type { Config } from "./config.ts";
 import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./http/connection-limits.ts";
 import { type HealthListener, startHealthListener } from "./http/health-listener.ts";
+import { x402HttpAnswers } from "./http/x402-answers.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
 import type { JobWorker } from "./jobs/worker.ts";
 import { Metrics } from "./metrics.ts";
-import { createPaymentBackend } from "./payments/facilitator.ts";
-import { HeldPaymentSettler } from "./payments/held-payment-settler.ts";
-import { holdsPayment, PaymentGate } from "./payments/paid-call.ts";
-import { RecoverySweeper } from "./payments/recovery-sweeper.ts";
-import { journalSettlements } from "./payments/settlement-journal.ts";
-import { holdSettlerAccount, type SettlerHold } from "./payments/settler-claim.ts";
-import { buildPaymentTerms, type PaymentTerms } from "./payments/terms.ts";
+import { createPaymentBackend } from "./payments/facilitator/facilitator.ts";
+import { PaymentGate } from "./payments/resource-server/gate.ts";
+import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
+import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
+import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
+import { buildPaymentTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
+import { createAuthorizationChecker } from "./payments/settler/authorization-state.ts";
+import { journalSettlements } from "./payments/settler/settlement-journal.ts";
+import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
 import { Problem } from "./problem.ts";
 import { databaseStartError, listenStartError, rpcStartError } from "./startup-error.ts";
 import { openStore } from "./store/open-store.ts";
@@ -200,6 +202,7 @@ export async function startService(
       resourceServer,
       store,
       metrics,
+      answers: x402HttpAnswers,
       authorizations,
       now: options.clock,
       settlementTimeoutMs: payment.settlementTimeoutMs,
@@ -230,6 +233,7 @@ export async function startService(
     // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
     if (authorizations && operations.some(holdsPayment)) {
       heldPayments = new HeldPaymentSettler({
+        answers: x402HttpAnswers,
         store,
         resourceServer,
         metrics,

@@ -6,9 +6,9 @@ import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_NETWORK, ConfigError } from "../src/config.ts";
-import { inProcessFacilitator } from "../src/payments/facilitator.ts";
-import { buildFacilitatorApp } from "../src/payments/facilitator-server.ts";
-import { createSettlerSigner } from "../src/payments/settler-signer.ts";
+import { inProcessFacilitator } from "../src/payments/facilitator/facilitator.ts";
+import { buildFacilitatorApp } from "../src/payments/facilitator/facilitator-server.ts";
+import { createSettlerSigner } from "../src/payments/settler/settler-signer.ts";
 import {
   databaseUrlOf,
   freePort,

@@ -11,7 +11,7 @@ import { isTransportError } from "../src/chain/transport-failures.ts";
 import { createPayer, type Payer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
-import { createSettlerSigner } from "../src/payments/settler-signer.ts";
+import { createSettlerSigner } from "../src/payments/settler/settler-signer.ts";
 import { openStore } from "../src/store/open-store.ts";
 import { freePort, jsonPost, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
 

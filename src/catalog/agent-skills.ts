@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { PaymentTerms } from "../payments/terms.ts";
+import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { inputJsonSchema } from "./json-schema.ts";
 import type { AnyOperation } from "./operation.ts";
 import { isImplemented } from "./registry.ts";

@@ -1,4 +1,4 @@
-import type { PaymentTerms } from "../payments/terms.ts";
+import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { inputJsonSchema, outputJsonSchema } from "./json-schema.ts";
 import { LLMS_TXT_PATH } from "./llms-txt.ts";

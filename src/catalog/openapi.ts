@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
-import type { PaymentTerms } from "../payments/terms.ts";
+import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { problemTypeList } from "../problem.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { JobIdParam, JobRecordSchema } from "./jobs-schema.ts";

@@ -1,5 +1,5 @@
 import type { DiscoveryResource } from "@x402/extensions/bazaar";
-import type { PaymentTerms } from "../payments/terms.ts";
+import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { agentGuidance } from "./llms-txt.ts";
 import type { AnyOperation } from "./operation.ts";

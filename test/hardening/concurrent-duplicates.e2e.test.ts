@@ -4,11 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccounts, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
+import { x402HttpAnswers } from "../../src/http/x402-answers.ts";
 import { Metrics } from "../../src/metrics.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
-import { PaymentGate } from "../../src/payments/paid-call.ts";
+import { PaymentGate } from "../../src/payments/resource-server/gate.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import {
+  decoded,
+  httpOutcome,
   STAND_IN_PAYER,
   standInPayment,
   standInRequirements,
@@ -116,6 +119,7 @@ describe("a copy whose verification is refused because a concurrent copy just se
       }),
     } as unknown as x402ResourceServer;
     const gate = new PaymentGate({
+      answers: x402HttpAnswers,
       resourceServer,
       store,
       metrics: new Metrics(),
@@ -125,16 +129,16 @@ describe("a copy whose verification is refused because a concurrent copy just se
       operation: csvCleanup,
       terms,
       input: { rows: [{ id: "1" }] },
-      paymentHeader: header,
+      payment: decoded(header),
       requestId: "req",
       door: "http",
       log: pino({ level: "silent" }),
       run: async () => ({ body: { ok: true } }),
     });
     try {
-      const slow = gate.handle(call());
+      const slow = httpOutcome(gate, call());
       await new Promise((resolve) => setTimeout(resolve, 20));
-      const fast = await gate.handle(call());
+      const fast = await httpOutcome(gate, call());
       expect(fast.status).toBe(200);
       answerSlowCopy();
       const late = await slow;

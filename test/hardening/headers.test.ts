@@ -16,13 +16,13 @@ import { devAccount, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer } from "../../src/client/paying-fetch.ts";
 import { loadConfig } from "../../src/config.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
-import { MAX_REASON_LENGTH, shortReason } from "../../src/payments/short-reason.ts";
+import { MAX_REASON_LENGTH, shortReason } from "../../src/payments/resource-server/short-reason.ts";
 import {
   bazaarDeclaration,
   buildPaymentTerms,
   MAX_PAYMENT_REQUIRED_BYTES,
   type PaymentTerms,
-} from "../../src/payments/terms.ts";
+} from "../../src/payments/resource-server/terms.ts";
 import { jsonPost, startTestService, type TestService } from "../helpers/service.ts";
 
 /** nginx's default proxy_buffer_size (one memory page): all of a response's headers must fit in it. */

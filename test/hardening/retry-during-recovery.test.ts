@@ -1,12 +1,16 @@
 import type { x402ResourceServer } from "@x402/core/server";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { x402HttpAnswers } from "../../src/http/x402-answers.ts";
 import { Metrics } from "../../src/metrics.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
-import { LEASE_TTL_MS, STALE_LEASE_MS } from "../../src/payments/lease-keeper.ts";
-import { type PaidCall, PaymentGate } from "../../src/payments/paid-call.ts";
+import { PaymentGate } from "../../src/payments/resource-server/gate.ts";
+import { LEASE_TTL_MS, STALE_LEASE_MS } from "../../src/payments/resource-server/lease-keeper.ts";
+import type { PaidRequest } from "../../src/payments/resource-server/paid-request.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import {
+  decoded,
+  httpOutcome,
   STAND_IN_PAYER,
   standInPayment,
   standInPaymentKey,
@@ -41,6 +45,7 @@ afterEach(async () => {
 
 function instance(store: SqliteStore, clock: () => number) {
   const gate = new PaymentGate({
+    answers: x402HttpAnswers,
     resourceServer,
     store,
     metrics: new Metrics(),
@@ -52,11 +57,11 @@ function instance(store: SqliteStore, clock: () => number) {
   return gate;
 }
 
-const call = (run: PaidCall["run"]): PaidCall => ({
+const call = (run: PaidRequest["run"]): PaidRequest => ({
   operation: csvCleanup,
   terms,
   input: { rows: [{ id: "1" }] },
-  paymentHeader: header,
+  payment: decoded(header),
   requestId: "req",
   door: "http",
   log: pino({ level: "silent" }),
@@ -81,7 +86,10 @@ describe("a retry of a payment whose owner stopped mid-call", () => {
     // Another instance, a few seconds later (its clock moved on): the lease has gone stale.
     let offset = LEASE_TTL_MS - STALE_LEASE_MS + 1_000;
     const survivor = instance(store, () => Date.now() + offset);
-    const retry = await survivor.handle(call(async () => ({ body: { rows: 1 } })));
+    const retry = await httpOutcome(
+      survivor,
+      call(async () => ({ body: { rows: 1 } })),
+    );
     expect(retry.status).toBe(409);
     expect(JSON.parse(retry.body).type).toMatch(/payment-in-progress$/);
     const retryAfter = Number(retry.headers["retry-after"]);
@@ -90,7 +98,10 @@ describe("a retry of a payment whose owner stopped mid-call", () => {
 
     // After the lease: the retry takes the payment over, runs it and settles it once.
     offset = LEASE_TTL_MS + 1_000;
-    const resumed = await survivor.handle(call(async () => ({ body: { rows: 1 } })));
+    const resumed = await httpOutcome(
+      survivor,
+      call(async () => ({ body: { rows: 1 } })),
+    );
     expect(resumed.status).toBe(200);
     expect(JSON.parse(resumed.body)).toEqual({ rows: 1 });
     const record = await store.getPayment(standInPaymentKey(NONCE));

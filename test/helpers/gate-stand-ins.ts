@@ -1,7 +1,10 @@
-import { encodePaymentSignatureHeader } from "@x402/core/http";
+import { decodePaymentSignatureHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../../src/config.ts";
-import type { PaymentTerms } from "../../src/payments/terms.ts";
+import { httpAnswer } from "../../src/http/paid-route.ts";
+import type { PaymentGate } from "../../src/payments/resource-server/gate.ts";
+import type { PaidRequest } from "../../src/payments/resource-server/paid-request.ts";
+import type { PaymentTerms } from "../../src/payments/resource-server/terms.ts";
 
 /**
  * Terms and payments for tests of the payment gate's decisions with a stand-in resource server (nothing
@@ -51,3 +54,11 @@ export function standInPayment(nonce: number): string {
 /** The ledger key of standInPayment(nonce). */
 export const standInPaymentKey = (nonce: number) =>
   `${standInRequirements.network}:${standInRequirements.asset}:${STAND_IN_PAYER}:0x${nonce.toString(16).padStart(64, "0")}`.toLowerCase();
+
+/** The gate's outcome for a request, as the HTTP door writes it (status, headers, body). */
+export async function httpOutcome(gate: PaymentGate, request: PaidRequest) {
+  return httpAnswer(await gate.handle(request), request.operation.path);
+}
+
+/** A payment header as the HTTP door gives it to the gate: decoded. */
+export const decoded = (header: string) => decodePaymentSignatureHeader(header);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../../src/payments/headers.ts";
-import { PRODUCT_REPLAY_WINDOW_MS } from "../../src/payments/replay-policy.ts";
+import { PRODUCT_REPLAY_WINDOW_MS } from "../../src/payments/resource-server/replay-policy.ts";
 import {
   buildProducts,
   CLINICAL_PRODUCT,

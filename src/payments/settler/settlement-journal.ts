@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
-import type { Store } from "../store/store.ts";
-import type { SettlementJournal, SettlementTransactionNote } from "./settler-signer.ts";
+import type { Store } from "../../store/store.ts";
+import type { SettlementJournal, SettlementTransactionNote } from "./signer.ts";
 
 export const SETTLEMENT_TRANSACTIONS_METRIC = "utility402_settlement_transactions_lost_total";
 

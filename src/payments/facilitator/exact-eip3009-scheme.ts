@@ -11,8 +11,8 @@ import type {
 import { type ExactEIP3009Payload, eip3009ABI, isEIP3009Payload, startAssetContractCheck } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { type Hex, isAddressEqual, type Log, parseAbi, parseEventLogs, parseSignature } from "viem";
-import { ChainUnavailableError, isTransportError } from "../chain/transport-failures.ts";
-import { type ContractCall, gasLimitFor, type SettlerSigner } from "./settler-signer.ts";
+import { ChainUnavailableError, isTransportError } from "../../chain/transport-failures.ts";
+import { type ContractCall, gasLimitFor, type SettlerSigner } from "../settler/signer.ts";
 
 /** Reasons as the reference EVM scheme names them (it does not export its constants). */
 const TRANSACTION_FAILED = "invalid_exact_evm_transaction_failed";

@@ -2,8 +2,8 @@ import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
-import { ConfigError } from "../config.ts";
-import type { Store } from "../store/store.ts";
+import { ConfigError } from "../../config.ts";
+import type { Store } from "../../store/store.ts";
 
 /** How long a claim lasts without renewal: an instance that died frees its key after this. */
 const CLAIM_LEASE_MS = 30_000;

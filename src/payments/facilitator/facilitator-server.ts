@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { FacilitatorClient } from "@x402/core/server";
 import { Hono } from "hono";
 import { z } from "zod";
-import { invalidRequest, Problem, zodIssuesToFieldErrors } from "../problem.ts";
+import { invalidRequest, Problem, zodIssuesToFieldErrors } from "../../problem.ts";
 
 const FacilitatorRequest = z.object({
   x402Version: z.literal(2),

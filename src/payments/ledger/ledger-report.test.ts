@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SettlementTransactionRecord } from "../store/store.ts";
+import type { SettlementTransactionRecord } from "../../store/store.ts";
 import { formatUnbackedSettlements } from "./ledger-report.ts";
 
 const tx = (overrides: Partial<SettlementTransactionRecord>): SettlementTransactionRecord => ({

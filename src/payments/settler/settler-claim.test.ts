@@ -4,7 +4,7 @@ import os, { hostname } from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SqliteStore } from "../store/sqlite/sqlite-store.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
 import { holdSettlerAccount, instanceIdFor, isDeadLocalHolder, machineKey } from "./settler-claim.ts";
 
 const log = pino({ level: "silent" });

@@ -3,11 +3,13 @@ import type { x402ResourceServer } from "@x402/core/server";
 import { SettleError } from "@x402/core/types";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
-import { Metrics } from "../metrics.ts";
-import { SqliteStore } from "../store/sqlite/sqlite-store.ts";
-import type { Store } from "../store/store.ts";
-import { HeldPaymentSettler, jobDeadline } from "./held-payment-settler.ts";
+import { x402HttpAnswers } from "../../http/x402-answers.ts";
+import { Metrics } from "../../metrics.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
+import type { Store } from "../../store/store.ts";
+import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
+import { HeldPaymentSettler } from "./held-payment-settler.ts";
+import { jobDeadline } from "./job-payment.ts";
 
 /**
  * The settler's decisions on a real store (SQLite in memory), with the facilitator and the token's
@@ -83,6 +85,7 @@ function settlerFor(store: Store, chain: Chain, now: () => number) {
   } as unknown as x402ResourceServer;
   const authorizations: AuthorizationChecker = { check: async () => chain.state };
   const settler = new HeldPaymentSettler({
+    answers: x402HttpAnswers,
     store,
     resourceServer,
     authorizations,

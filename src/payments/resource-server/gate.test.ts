@@ -1,63 +1,32 @@
-import type { x402ResourceServer } from "@x402/core/server";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { standInPayment, standInRequirements, standInTerms } from "../../test/helpers/gate-stand-ins.ts";
-import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
-import { Metrics } from "../metrics.ts";
-import { csvCleanup } from "../operations/csv-cleanup/index.ts";
-import { SqliteStore } from "../store/sqlite/sqlite-store.ts";
-import type { PaymentState } from "../store/store.ts";
-import { type PaidCall, PaymentGate } from "./paid-call.ts";
+import {
+  checker,
+  paymentHeader,
+  resourceServer,
+  standInGate,
+  TX,
+} from "../../../test/helpers/gate-fixture.ts";
+import {
+  decoded,
+  httpOutcome,
+  standInRequirements,
+  standInTerms,
+} from "../../../test/helpers/gate-stand-ins.ts";
+import { x402HttpAnswers } from "../../http/x402-answers.ts";
+import { Metrics } from "../../metrics.ts";
+import { csvCleanup } from "../../operations/csv-cleanup/index.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
+import { PaymentGate } from "./gate.ts";
+import type { PaidRequest } from "./paid-request.ts";
 
-const TX = `0x${"ab".repeat(32)}` as const;
 const requirements = standInRequirements;
 const terms = standInTerms;
-
-let nonce = 0;
-const paymentHeader = () => standInPayment(++nonce);
-
-/** A resource server that verifies everything and settles as told. */
-const resourceServer = (settle: () => Promise<unknown>) =>
-  ({
-    initialize: async () => {},
-    findMatchingRequirements: () => requirements,
-    verifyPayment: async () => ({ isValid: true }),
-    settlePayment: settle,
-  }) as unknown as x402ResourceServer;
-
-const checker = (outcome: AuthorizationOutcome): AuthorizationChecker => ({ check: async () => outcome });
-
 const stores: SqliteStore[] = [];
 afterEach(async () => {
   for (const store of stores.splice(0)) await store.close();
 });
-
-function setup(options: { settle: () => Promise<unknown>; authorizations?: AuthorizationChecker }) {
-  const store = new SqliteStore(":memory:");
-  stores.push(store);
-  const gate = new PaymentGate({
-    resourceServer: resourceServer(options.settle),
-    store,
-    metrics: new Metrics(),
-    authorizations: options.authorizations,
-    settlementTimeoutMs: 1000,
-  });
-  const finals: { state: PaymentState; ledger: PaymentState | undefined }[] = [];
-  const call = (header: string): PaidCall => ({
-    operation: csvCleanup,
-    terms,
-    input: { rows: [{ id: "1" }] },
-    paymentHeader: header,
-    requestId: "req",
-    door: "http",
-    log: pino({ level: "silent" }),
-    run: async () => ({ body: { ok: true } }),
-    onFinal: async (paymentKey, state) => {
-      finals.push({ state, ledger: (await store.getPayment(paymentKey))?.state });
-    },
-  });
-  return { store, gate, call, finals };
-}
+const setup = (options: Parameters<typeof standInGate>[0]) => standInGate(options, stores);
 
 const refused = async () => ({
   success: false,
@@ -68,7 +37,7 @@ const refused = async () => ({
 describe("the paid-call pipeline around settlement", () => {
   it("drops what an unpaid payment paid for only after the ledger says so", async () => {
     const { gate, call, finals } = setup({ settle: refused });
-    const outcome = await gate.handle(call(paymentHeader()));
+    const outcome = await httpOutcome(gate, call(paymentHeader()));
     expect(outcome.status).toBe(402);
     expect(finals).toEqual([{ state: "failed", ledger: "failed" }]);
   });
@@ -77,7 +46,7 @@ describe("the paid-call pipeline around settlement", () => {
     const { gate, call, finals } = setup({
       settle: async () => ({ success: true, transaction: TX, network: requirements.network }),
     });
-    expect((await gate.handle(call(paymentHeader()))).status).toBe(200);
+    expect((await httpOutcome(gate, call(paymentHeader()))).status).toBe(200);
     expect(finals).toEqual([]);
   });
 
@@ -89,7 +58,7 @@ describe("the paid-call pipeline around settlement", () => {
         return { success: true, transaction: TX, network: requirements.network };
       },
     });
-    const job = (header: string): PaidCall => ({
+    const job = (header: string): PaidRequest => ({
       ...call(header),
       operation: { ...csvCleanup, kind: "async" },
       terms: { ...terms, requirements: { ...requirements, maxTimeoutSeconds: 1800 } },
@@ -100,7 +69,7 @@ describe("the paid-call pipeline around settlement", () => {
       decoded.payload.authorization.validBefore = String(Math.floor(Date.now() / 1000) + seconds);
       return Buffer.from(JSON.stringify(decoded)).toString("base64");
     };
-    const outcome = await gate.handle(job(validFor(1800)));
+    const outcome = await httpOutcome(gate, job(validFor(1800)));
     expect(outcome.status).toBe(202);
     expect(outcome.headers["PAYMENT-RESPONSE"]).toBeUndefined();
     expect(settled).toBe(0);
@@ -110,8 +79,12 @@ describe("the paid-call pipeline around settlement", () => {
     });
 
     // Too short to outlive a job, or longer than the terms allow: refused before any work.
-    expect(JSON.parse((await gate.handle(job(validFor(60)))).body).reason).toBe("authorization_too_short");
-    expect(JSON.parse((await gate.handle(job(validFor(86_400)))).body).reason).toBe("authorization_too_long");
+    expect(JSON.parse((await httpOutcome(gate, job(validFor(60)))).body).reason).toBe(
+      "authorization_too_short",
+    );
+    expect(JSON.parse((await httpOutcome(gate, job(validFor(86_400)))).body).reason).toBe(
+      "authorization_too_long",
+    );
     expect(finals).toHaveLength(1);
   });
 
@@ -121,7 +94,7 @@ describe("the paid-call pipeline around settlement", () => {
       authorizations: checker({ state: "paid", transaction: TX }),
     });
     const header = paymentHeader();
-    const outcome = await gate.handle(call(header));
+    const outcome = await httpOutcome(gate, call(header));
     expect(outcome.status).toBe(200);
     expect(JSON.parse(outcome.body)).toEqual({ ok: true });
     const [record] = (await store.paymentCounts()).filter((row) => row.state === "settled");
@@ -130,7 +103,7 @@ describe("the paid-call pipeline around settlement", () => {
 
   it("keeps the refusal when the token shows the authorization unused", async () => {
     const { gate, call } = setup({ settle: refused, authorizations: checker({ state: "unused" }) });
-    const outcome = await gate.handle(call(paymentHeader()));
+    const outcome = await httpOutcome(gate, call(paymentHeader()));
     expect(outcome.status).toBe(402);
     expect(JSON.parse(outcome.body).reason).toBe("invalid_exact_evm_transaction_failed");
   });
@@ -148,12 +121,12 @@ describe("the paid-call pipeline around settlement", () => {
       return complete(...args);
     };
     const header = paymentHeader();
-    const first = await gate.handle(call(header));
+    const first = await httpOutcome(gate, call(header));
     expect(first.status).toBe(503);
     const detail = JSON.parse(first.body).detail as string;
     expect(detail).toContain("charged at most once");
     expect(detail).not.toContain("nothing was charged");
-    const retry = await gate.handle(call(header));
+    const retry = await httpOutcome(gate, call(header));
     expect(retry.status).toBe(200);
     expect(JSON.parse(retry.body)).toEqual({ ok: true });
     expect(await store.paymentCounts()).toEqual([{ operationId: "csv-cleanup", state: "settled", count: 1 }]);
@@ -171,6 +144,7 @@ describe("the paid-call pipeline around settlement", () => {
     // Two instances on one store, one clock.
     const gate = () =>
       new PaymentGate({
+        answers: x402HttpAnswers,
         resourceServer: resourceServer(settle),
         store,
         metrics: new Metrics(),
@@ -185,11 +159,11 @@ describe("the paid-call pipeline around settlement", () => {
       runStarted = resolve;
     });
     const header = paymentHeader();
-    const slow = slowInstance.handle({
+    const slow = httpOutcome(slowInstance, {
       operation: csvCleanup,
       terms,
       input: { rows: [{ id: "1" }] },
-      paymentHeader: header,
+      payment: decoded(header),
       requestId: "slow",
       door: "http",
       log: pino({ level: "silent" }),
@@ -201,11 +175,11 @@ describe("the paid-call pipeline around settlement", () => {
     });
     await started;
     clock += 200_000; // past the slow attempt's lease (152 s), within the authorization's validity (600 s)
-    const taken = await otherInstance.handle({
+    const taken = await httpOutcome(otherInstance, {
       operation: csvCleanup,
       terms,
       input: { rows: [{ id: "1" }] },
-      paymentHeader: header,
+      payment: decoded(header),
       requestId: "other",
       door: "http",
       log: pino({ level: "silent" }),

@@ -1,28 +1,26 @@
-import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
-import { SettleError, type SettleResponse, VerifyError } from "@x402/core/types";
 import type { Logger } from "pino";
-import type { AuthorizationChecker, AuthorizationOutcome } from "../chain/authorization-state.ts";
-import type { Job, JobError } from "../jobs/queue.ts";
-import type { Metrics } from "../metrics.ts";
-import type { PaymentCompletion, PaymentRecord, Store } from "../store/store.ts";
+import type { Job } from "../../jobs/queue.ts";
+import type { Metrics } from "../../metrics.ts";
+import type { PaymentCompletion, PaymentRecord, Store } from "../../store/store.ts";
+import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
+import { countFinalState } from "./final-state-metrics.ts";
+import { deadlinePassed, jobDeadline, paymentRefused, SETTLE_MARGIN_MS, settleHeld } from "./job-payment.ts";
+import type { KeptAnswers } from "./paid-request.ts";
+import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
 import { SweepLoop } from "./sweep-loop.ts";
 
 /** How often every held payment and every ready job is looked at (a finished in-process job wakes it at once). */
 const SWEEP_INTERVAL_MS = 500;
 /** Held payments looked at side by side in one sweep (each may wait for a receipt). */
 const SWEEP_CONCURRENCY = 4;
-/** Beyond two settlement waits, the margin a held payment keeps between its job's deadline and its expiry. */
-const SETTLE_MARGIN_MS = 30_000;
-/** After validBefore (+ clock skew) an unused authorization can no longer land. */
-const EXPIRY_MARGIN_SECONDS = 30;
-/** The reference facilitator's "broadcast, not confirmed" answer. */
-const SETTLEMENT_PENDING = "settlement_pending";
 
 export interface HeldPaymentSettlerOptions {
   store: Store;
   resourceServer: x402ResourceServer;
   metrics: Metrics;
+  /** How the ledger keeps answers (the receipt a delivered job's answer carries). */
+  answers: KeptAnswers;
   log: Logger;
   /**
    * The token's record of each authorization: what became of a settlement whose answer was lost or that
@@ -118,7 +116,10 @@ export class HeldPaymentSettler {
       await store.jobs.markPaid(job.id);
       return "waiting";
     }
-    if ((job?.state === "queued" || job?.state === "running") && this.now() < this.deadline(record)) {
+    if (
+      (job?.state === "queued" || job?.state === "running") &&
+      this.now() < jobDeadline(record, this.options.settlementTimeoutMs)
+    ) {
       return "waiting";
     }
     if ((this.retryAt.get(paymentKey) ?? 0) > this.now()) return "waiting";
@@ -181,20 +182,11 @@ export class HeldPaymentSettler {
     }
     let refusal: string | undefined;
     if (this.now() / 1000 < record.validBefore) {
-      try {
-        const verified = await resourceServer.verifyPayment(held.payload, held.requirements);
-        if (!verified.isValid) {
-          refusal = verified.invalidMessage ?? verified.invalidReason ?? "the payment no longer verifies";
-        } else {
-          const settlement = await resourceServer.settlePayment(held.payload, held.requirements);
-          if (settlement.success) return this.settled(record, job, settlement.transaction);
-          if (settlement.errorReason !== SETTLEMENT_PENDING) refusal = firstLine(settlement);
-        }
-      } catch (error) {
-        if (error instanceof SettleError || error instanceof VerifyError) refusal = firstLine(error);
-        else
-          log.warn({ err: error, paymentKey: record.paymentKey }, "held payment: settlement outcome unknown");
-      }
+      const attempt = await settleHeld(resourceServer, held, (error) =>
+        log.warn({ err: error, paymentKey: record.paymentKey }, "held payment: settlement outcome unknown"),
+      );
+      if ("transaction" in attempt) return this.settled(record, job, attempt.transaction);
+      refusal = attempt.refusal;
     }
     // Refused, pending or unknown: the token says what became of the authorization.
     let onChain: AuthorizationOutcome;
@@ -213,46 +205,39 @@ export class HeldPaymentSettler {
       );
       return this.retryLater(record, lease);
     }
-    if (onChain.state === "paid") return this.settled(record, job, onChain.transaction);
-    if (onChain.state === "consumed") {
-      return this.refused(
-        record,
-        job,
-        "the payment authorization was cancelled or spent on another transfer",
-      );
+    const verdict = settlementVerdict({ onChain, nowMs: this.now(), validBefore: record.validBefore });
+    switch (verdict.verdict) {
+      case "settled":
+        return this.settled(record, job, verdict.transaction);
+      case "failed":
+        return this.refused(
+          record,
+          job,
+          "the payment authorization was cancelled or spent on another transfer",
+        );
+      case "released": {
+        const why = refusal ? ` (${refusal})` : "";
+        await this.options.store.jobs.withhold(job.id, {
+          code: "payment_expired",
+          message: `the payment could not be settled before it expired${why}; nothing was charged and the result is withheld`,
+        });
+        const released = await this.complete(record, {
+          state: "released",
+          error: `expired unsettled${refusal ? `: ${refusal}` : ""}`,
+        });
+        return released ? "released" : "waiting";
+      }
+      case "keep-open":
+        if (refusal)
+          log.warn({ paymentKey: record.paymentKey, refusal }, "held payment refused for now: trying again");
+        return this.retryLater(record, lease);
     }
-    // Unused. A transfer broadcast before validBefore cannot land after it (plus clock skew).
-    if (this.now() / 1000 >= record.validBefore + EXPIRY_MARGIN_SECONDS) {
-      await this.options.store.jobs.withhold(job.id, {
-        code: "payment_expired",
-        message: `the payment could not be settled before it expired${refusal ? ` (${refusal})` : ""}; nothing was charged and the result is withheld`,
-      });
-      return (await this.complete(record, {
-        state: "released",
-        error: `expired unsettled${refusal ? `: ${refusal}` : ""}`,
-      }))
-        ? "released"
-        : "waiting";
-    }
-    if (refusal)
-      log.warn({ paymentKey: record.paymentKey, refusal }, "held payment refused for now: trying again");
-    return this.retryLater(record, lease);
   }
 
   private async settled(record: PaymentRecord, job: Job, transaction: string): Promise<HeldOutcome> {
     const { store, log } = this.options;
-    const receipt: SettleResponse = {
-      success: true,
-      transaction,
-      network: record.network as `${string}:${string}`,
-      payer: record.payer,
-    };
-    const outcome = record.outcome
-      ? {
-          ...record.outcome,
-          headers: { ...record.outcome.headers, "PAYMENT-RESPONSE": encodePaymentResponseHeader(receipt) },
-        }
-      : undefined;
+    const receipt = onChainReceipt(record, transaction);
+    const outcome = record.outcome ? this.options.answers.withReceipt(record.outcome, receipt) : undefined;
     // Ledger first, then the result is shown: a crash in between is finished by the next look.
     await this.complete(record, { state: "settled", txHash: transaction }, outcome);
     this.retryAt.delete(record.paymentKey);
@@ -294,10 +279,6 @@ export class HeldPaymentSettler {
     return this.keepOpen(record, lease);
   }
 
-  private deadline(record: PaymentRecord): number {
-    return jobDeadline(record, this.options.settlementTimeoutMs);
-  }
-
   private async complete(
     record: PaymentRecord,
     completion: Omit<PaymentCompletion, "outcome">,
@@ -307,46 +288,9 @@ export class HeldPaymentSettler {
       ...completion,
       outcome: outcome ?? { status: 202, headers: {}, body: "" },
     });
-    if (completed) this.options.metrics.paymentState(record.operationId, completion.state);
-    if (completed && completion.state === "settled") {
-      const { operationId, held, amount, createdAt } = record;
-      this.options.metrics.paymentSettled({
-        operation: operationId,
-        door: held?.door,
-        amount,
-        acceptedAt: createdAt,
-      });
-    }
+    if (completed)
+      countFinalState(this.options.metrics, completion.state, { ...record, door: record.held?.door });
     this.attempts.delete(record.paymentKey);
     return completed;
   }
 }
-
-const firstLine = (error: {
-  errorMessage?: string;
-  errorReason?: string;
-  invalidMessage?: string;
-  invalidReason?: string;
-}) =>
-  (
-    error.errorMessage ??
-    error.invalidMessage ??
-    error.errorReason ??
-    error.invalidReason ??
-    "settlement refused"
-  ).split("\n")[0] as string;
-
-/** Until when a held payment's job may run: its authorization's expiry less the time to settle it. */
-export function jobDeadline(record: Pick<PaymentRecord, "validBefore">, settlementTimeoutMs: number): number {
-  return record.validBefore * 1000 - 2 * settlementTimeoutMs - SETTLE_MARGIN_MS;
-}
-
-const paymentRefused = (reason: string): JobError => ({
-  code: "payment_failed",
-  message: `the payment could not be settled (${reason}); the result is withheld`,
-});
-
-const deadlinePassed = (record: PaymentRecord): JobError => ({
-  code: "deadline_passed",
-  message: `the job did not finish before its payment's deadline (validBefore ${new Date(record.validBefore * 1000).toISOString()}); nothing was charged`,
-});

@@ -1,10 +1,11 @@
 import { x402Facilitator } from "@x402/core/facilitator";
 import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
-import { failingOnTransportErrors } from "../chain/transport-failures.ts";
-import type { Config } from "../config.ts";
+import { failingOnTransportErrors } from "../../chain/transport-failures.ts";
+import type { Config } from "../../config.ts";
+import { createSettlerSigner } from "../settler/settler-signer.ts";
+import type { SettlementJournal, SettlerSigner } from "../settler/signer.ts";
 import { ExactEip3009Scheme } from "./exact-eip3009-scheme.ts";
-import { createSettlerSigner, type SettlementJournal, type SettlerSigner } from "./settler-signer.ts";
 
 /** How this instance verifies and settles: a facilitator client plus what /readyz needs to probe it. */
 export interface PaymentBackend {

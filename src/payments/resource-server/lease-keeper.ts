@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../../store/store.ts";
 
 /** How long a payment's lease lasts unless its owner renews it: the time a crashed owner blocks its payment. */
 export const LEASE_TTL_MS = 20_000;

@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
-import type { AnyOperation } from "../catalog/operation.ts";
-import type { Metrics } from "../metrics.ts";
-import type { Store } from "../store/store.ts";
-import type { PaymentGate } from "./paid-call.ts";
+import type { AnyOperation } from "../../catalog/operation.ts";
+import type { Metrics } from "../../metrics.ts";
+import type { Store } from "../../store/store.ts";
+import type { PaymentGate } from "./gate.ts";
 import { SweepLoop } from "./sweep-loop.ts";
 import type { PaymentTerms } from "./terms.ts";
 

@@ -1,81 +1,25 @@
-import type { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import {
   BaseError,
-  type Chain,
   concatHex,
-  createPublicClient,
-  createWalletClient,
-  defineChain,
   encodeFunctionData,
   formatTransactionReceipt,
   type Hex,
-  hexToBigInt,
-  http,
   keccak256,
   type TransactionReceipt,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { type RawReceipt, ReceiptWatcher } from "../chain/receipt-watcher.ts";
-import { isTransportError } from "../chain/transport-failures.ts";
+import { isTransportError } from "../../chain/transport-failures.ts";
+import { FeeCache, type Fees } from "./fee-cache.ts";
 import { NonceAllocator, planGapRepair, type SentTransaction, SentTransactions } from "./nonce-allocator.ts";
-
-type FacilitatorEvmSigner = ConstructorParameters<typeof ExactEvmScheme>[0];
-
-export interface ContractCall {
-  address: Hex;
-  abi: readonly unknown[];
-  functionName: string;
-  args: readonly unknown[];
-  dataSuffix?: Hex;
-}
-
-export interface SettlerSigner extends FacilitatorEvmSigner {
-  readonly address: Hex;
-  /** Latest block number: the chain health probe. */
-  blockNumber(): Promise<bigint>;
-  /** The gas a call from the settler would use; throws with the revert when it would fail (a simulation). */
-  estimateContractGas(call: ContractCall): Promise<bigint>;
-  /** Signs a contract call locally and broadcasts it: one RPC call (nonce from the allocator, fees cached). */
-  sendContractCall(call: ContractCall & { gas: bigint }): Promise<Hex>;
-}
-
-/**
- * What became of a transaction the chain lost (see `planGapRepair`), for the ledger and the metrics:
- * - `dropped`: the chain no longer holds it (not mined, not in the mempool);
- * - `resent`: its very bytes were broadcast again (same hash);
- * - `landed`: the re-sent transaction was mined and succeeded: its transfer is true again;
- * - `reverted`: the re-sent transaction was mined but reverted (the authorization had expired or was
- *   used meanwhile): what it paid did not happen;
- * - `lost`: it could not be sent again (its nonce was taken by another transaction, or the node
- *   refused it): what it paid did not happen;
- * - `filled`: a no-op took a nonce no kept transaction had.
- */
-export type SettlementTransactionEvent = "dropped" | "resent" | "landed" | "reverted" | "lost" | "filled";
-
-export interface SettlementTransactionNote {
-  /** network-independent: the settler's address, lower-cased. */
-  account: string;
-  txHash: Hex;
-  nonce: number;
-  kind: "call" | "filler";
-  event: SettlementTransactionEvent;
-  /** How many times it was sent again. */
-  resent: number;
-  detail?: string;
-}
-
-/** Where a settler reports what became of the transactions the chain lost (the ledger, metrics, the log). */
-export interface SettlementJournal {
-  note(note: SettlementTransactionNote): void;
-}
-
-/** A gas limit from an estimate: a quarter more, plus a fresh storage slot (payTo's balance may have been emptied). */
-export const gasLimitFor = (estimate: bigint) => (estimate * 5n) / 4n + 25_000n;
-
-/** Fees are read at most this often (in block-time units of the polling interval), shared by all settlements. */
-const FEE_READS_PER_POLL = 4;
-
-type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint };
+import type { RawReceipt } from "./receipt-watcher.ts";
+import { settlerClients } from "./settler-clients.ts";
+import {
+  type ContractCall,
+  gasLimitFor,
+  type SettlementJournal,
+  type SettlementTransactionNote,
+  type SettlerSigner,
+} from "./signer.ts";
 
 /**
  * The in-process facilitator's chain access: reads through one keep-alive, batching RPC client,
@@ -107,67 +51,8 @@ export function createSettlerSigner(options: {
   journal?: SettlementJournal;
 }): SettlerSigner {
   const account = privateKeyToAccount(options.privateKey);
-  const chain: Chain = defineChain({
-    id: options.chainId,
-    name: `eip155:${options.chainId}`,
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [options.rpcUrl] } },
-  });
-  // Calls made in the same tick travel as one JSON-RPC batch over a kept-alive connection.
-  // Transient RPC errors (5xx, 429, resets) are retried, so one lost poll does not orphan a settlement.
-  const transport = http(options.rpcUrl, {
-    timeout: options.rpcTimeoutMs ?? 10_000,
-    retryCount: 2,
-    batch: { wait: 0 },
-  });
-  // Broadcasts are never retried by the transport: an unanswered send is an unknown outcome.
-  const sendTransport = http(options.rpcUrl, {
-    timeout: options.rpcTimeoutMs ?? 10_000,
-    retryCount: 0,
-    batch: { wait: 0 },
-  });
-  const publicClient = createPublicClient({ chain, transport, pollingInterval: options.pollingIntervalMs });
-  const sender = createPublicClient({ chain, transport: sendTransport });
-  const walletClient = createWalletClient({ chain, transport, account });
-  const receipts = new ReceiptWatcher(
-    (hashes) =>
-      Promise.all(
-        hashes.map(
-          (hash) =>
-            publicClient.request({
-              method: "eth_getTransactionReceipt",
-              params: [hash],
-            }) as Promise<RawReceipt | null>,
-        ),
-      ),
-    options.pollingIntervalMs,
-  );
-
-  let fees: { value: Promise<Fees>; readAt: number } | undefined;
-  const currentFees = (): Promise<Fees> => {
-    const now = Date.now();
-    if (!fees || now - fees.readAt > options.pollingIntervalMs * FEE_READS_PER_POLL) {
-      const value = readFees();
-      fees = { value, readAt: now };
-      value.catch(() => {
-        if (fees?.value === value) fees = undefined;
-      });
-    }
-    return fees.value;
-  };
-  const readFees = async (): Promise<Fees> => {
-    const [block, tip] = await Promise.all([
-      publicClient.getBlock({ blockTag: "latest" }),
-      publicClient
-        .request({ method: "eth_maxPriorityFeePerGas" })
-        .then((value) => hexToBigInt(value))
-        .catch(() => undefined),
-    ]);
-    if (block.baseFeePerGas == null) return { gasPrice: await publicClient.getGasPrice() };
-    const maxPriorityFeePerGas = tip ?? 1_000_000n;
-    // Twice the base fee survives several blocks of rising fees while the cached value is used.
-    return { maxFeePerGas: 2n * block.baseFeePerGas + maxPriorityFeePerGas, maxPriorityFeePerGas };
-  };
+  const { publicClient, sender, walletClient, receipts } = settlerClients(options, account);
+  const fees = new FeeCache(publicClient, options.pollingIntervalMs);
 
   function signTransaction(tx: { to: Hex; data: Hex; gas: bigint; nonce: number; fee: Fees }): Promise<Hex> {
     const { fee, ...rest } = tx;
@@ -194,13 +79,13 @@ export function createSettlerSigner(options: {
     publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
   /** A no-op transfer to itself that takes `nonce` (a gap no kept transaction can close). */
   const fillNonce = async (nonce: number) => {
-    fees = undefined;
+    fees.forget();
     const signed = await signTransaction({
       to: account.address,
       data: "0x",
       gas: 21_000n,
       nonce,
-      fee: await currentFees(),
+      fee: await fees.current(),
     });
     const hash = (await sender.request({ method: "eth_sendRawTransaction", params: [signed] })) as Hex;
     sent.record({ nonce, hash, raw: signed, kind: "filler" });
@@ -221,7 +106,7 @@ export function createSettlerSigner(options: {
 
   const broadcast = async (to: Hex, data: Hex, gas: bigint): Promise<Hex> => {
     const send = async () => {
-      const fee = await currentFees();
+      const fee = await fees.current();
       return nonces.send(async (nonce) => {
         const signed = await signTransaction({ to, data, gas, nonce, fee });
         const hash = keccak256(signed);
@@ -259,7 +144,7 @@ export function createSettlerSigner(options: {
     try {
       return await send();
     } catch (error) {
-      fees = undefined;
+      fees.forget();
       // A transport failure may hide an accepted broadcast: never send the authorization again (a second
       // transaction would revert after the first paid); the failure is recorded and the outcome is unknown.
       if (isTransportError(error)) throw error;

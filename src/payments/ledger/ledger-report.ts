@@ -1,5 +1,5 @@
-import type { FailedPaidJob } from "../jobs/queue.ts";
-import type { PaymentCounts, RevenueRow, SettlementTransactionRecord } from "../store/store.ts";
+import type { FailedPaidJob } from "../../jobs/queue.ts";
+import type { PaymentCounts, RevenueRow, SettlementTransactionRecord } from "../../store/store.ts";
 
 const usd = (atomic: bigint) => {
   const whole = atomic / 1_000_000n;

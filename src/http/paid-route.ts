@@ -1,0 +1,111 @@
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload } from "@x402/core/types";
+import type { Context } from "hono";
+import type { Logger } from "pino";
+import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
+import {
+  DOWNLOAD_TOKEN_HEADER,
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+} from "../payments/headers.ts";
+import type { PaymentGate } from "../payments/resource-server/gate.ts";
+import type { GateOutcome, PaidRequest } from "../payments/resource-server/paid-request.ts";
+import type { PaymentTerms } from "../payments/resource-server/terms.ts";
+import { Problem } from "../problem.ts";
+import { fileResponse } from "../products/download.ts";
+import type { StoredOutcome } from "../store/store.ts";
+import { requestClient } from "./connection-limits.ts";
+import type { RequestVariables } from "./request-context.ts";
+import { respond } from "./response-headers.ts";
+
+/**
+ * The HTTP door to the payment gate (x402 v2 over HTTP): reads the payment, the download token and the
+ * client from the request, asks the gate, and writes its outcome as status codes and headers.
+ */
+export function paidRoute(options: {
+  gate: PaymentGate;
+  operation: AnyOperation;
+  terms: PaymentTerms;
+  log: Logger;
+  now: () => Date;
+}): (
+  c: Context<{ Variables: RequestVariables }>,
+  input: unknown,
+  handler: StartedOperation<unknown, unknown>,
+) => Promise<Response> {
+  const { gate, operation, terms, log, now } = options;
+  // The 402 of a call without payment is the same bytes every time: encoded once.
+  const unpaid = unpaidAnswer(terms);
+  return async (c, input, handler) => {
+    const header = c.req.header(PAYMENT_SIGNATURE_HEADER);
+    // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
+    if (!header) await handler.admit?.();
+    const requestId = c.get("requestId");
+    // A call without payment gets the terms at once: nothing of the request is read for it (the 402 is hot).
+    const requestLog = header ? log.child({ requestId, operation: operation.id }) : log;
+    const request: PaidRequest = {
+      operation,
+      terms,
+      input,
+      payment: header ? decodePayment(header) : undefined,
+      requestId,
+      log: requestLog,
+      // This is the HTTP door; an MCP or x402 v1 door passes its own name (revenue by door in /metrics).
+      door: "http",
+      downloadToken: header ? c.req.header(DOWNLOAD_TOKEN_HEADER) : undefined,
+      client: header ? requestClient(c) : undefined,
+      run: ({ paymentKey, payer }) =>
+        handler.handle(input, { requestId, log: requestLog, now, paymentKey, payer }),
+      onFinal: handler.paymentFinal?.bind(handler),
+    };
+    const answer = httpAnswer(await gate.handle(request), operation.path, unpaid);
+    // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
+    return answer.file
+      ? fileResponse({ ...answer, file: answer.file }, c.req.raw)
+      : respond(c, answer.body, { status: answer.status, headers: answer.headers });
+  };
+}
+
+function decodePayment(header: string): PaymentPayload | { unreadable: string } {
+  try {
+    return decodePaymentSignatureHeader(header);
+  } catch {
+    return { unreadable: `${PAYMENT_SIGNATURE_HEADER} is not a base64-encoded x402 payment` };
+  }
+}
+
+/** The gate's outcome as status, headers and body (`unpaid`: the route's 402, if encoded already). */
+export function httpAnswer(outcome: GateOutcome, instance: string, unpaid?: StoredOutcome): StoredOutcome {
+  switch (outcome.kind) {
+    case "payment-required":
+      return unpaid ?? unpaidAnswer(outcome.terms);
+    case "answer":
+      return outcome.replayed
+        ? { ...outcome.answer, headers: { ...outcome.answer.headers, "x-payment-replayed": "true" } }
+        : outcome.answer;
+    case "refused":
+      return outcome.problem.toResponse(instance);
+    case "retry-later": {
+      const answer = outcome.problem.toResponse(instance);
+      return { ...answer, headers: { ...answer.headers, "retry-after": String(outcome.retryAfterSeconds) } };
+    }
+  }
+}
+
+/** 402 for a call that carries no payment: the route's terms, as header and as problem+json body. */
+function unpaidAnswer(terms: PaymentTerms): StoredOutcome {
+  const { amount, asset, network, payTo } = terms.requirements;
+  const detail = `pay ${amount} atomic units of ${asset} on ${network} to ${payTo} with x402 v2 (send the ${PAYMENT_SIGNATURE_HEADER} header)`;
+  return {
+    status: 402,
+    headers: {
+      "content-type": "application/problem+json",
+      [PAYMENT_REQUIRED_HEADER]: terms.header,
+      "cache-control": "no-store",
+    },
+    body: JSON.stringify({
+      ...Problem.of("payment-required", detail).body(),
+      ...terms.paymentRequired,
+    }),
+  };
+}

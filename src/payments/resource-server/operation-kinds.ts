@@ -1,0 +1,181 @@
+import type { OperationKind } from "../../catalog/operation.ts";
+import type { Metrics } from "../../metrics.ts";
+import { Problem } from "../../problem.ts";
+import type { PaymentRecord, PaymentState, Store, StoredOutcome } from "../../store/store.ts";
+import { SETTLE_MARGIN_MS } from "./job-payment.ts";
+import { type PaidRequest, type PaymentContext, paymentsUnavailable, RetryLater } from "./paid-request.ts";
+import { type PaymentIdentity, sha256 } from "./payment-identity.ts";
+import type { Settlement } from "./settlement.ts";
+
+/** A held payment must leave a job at least this long to run (beyond the time to settle it). */
+const MIN_JOB_WINDOW_SECONDS = 120;
+/** How far a client's clock may run ahead of ours when it signs validBefore = now + maxTimeoutSeconds. */
+const CLOCK_SKEW_SECONDS = 300;
+
+/** What a kind's payment rules may use of the gate. */
+export interface KindServices {
+  settlement: Settlement;
+  store: Store;
+  metrics: Metrics;
+  now: () => number;
+  settlementTimeoutMs: number;
+  /** Jobs one payer may run at once on held payments. */
+  maxHeldPerPayer: number;
+}
+
+/**
+ * How one kind of operation (sync, async, product) is paid: the gate is given one of these per kind
+ * and never asks which kind it serves.
+ */
+export interface PaymentKind {
+  /** The payment is held while a job runs and settled only when it delivers (HeldPaymentSettler). */
+  holdsPayment: boolean;
+  /** Refuses, before verification, a payment this kind cannot take. */
+  admit(identity: PaymentIdentity, request: PaidRequest, services: KindServices): Promise<void>;
+  /** The operation's answer as the ledger keeps it. */
+  keep(answer: StoredOutcome, request: PaidRequest): StoredOutcome;
+  /** Once the answer is kept: settle now, or hold. Undefined: another attempt owns the payment now. */
+  conclude(
+    identity: PaymentIdentity,
+    context: PaymentContext,
+    answer: StoredOutcome,
+    resumed: boolean,
+    services: KindServices,
+  ): Promise<StoredOutcome | undefined>;
+  /** A payment left "verified" by an owner that stopped: decided without the client. */
+  recover(record: PaymentRecord, context: PaymentContext, services: KindServices): Promise<StoredOutcome>;
+  /** A final payment in this state is a sold download: resumable for longer, behind its token. */
+  soldDownload(state: PaymentState): boolean;
+}
+
+/** Settled as soon as the answer is kept; an unfinished one is decided from the token. */
+const settledNow: PaymentKind = {
+  holdsPayment: false,
+  admit: async () => {},
+  keep: (answer) => answer,
+  conclude: (identity, context, answer, resumed, { settlement }) =>
+    settlement.settleNow(identity, context, answer, resumed),
+  recover: (record, context, { settlement }) => settlement.resolve(record, context, record.pendingOutcome),
+  soldDownload: () => false,
+};
+
+/** A download: settled now, its answer bound to its first caller, resumable once sold. */
+const download: PaymentKind = {
+  ...settledNow,
+  keep: (answer, request) => (request.client ? { ...answer, firstCaller: sha256(request.client) } : answer),
+  soldDownload: (state) => state === "settled",
+};
+
+/**
+ * A job: its payment is held, not settled, when the job is accepted: it is settled only once the job
+ * has delivered its result (HeldPaymentSettler), so a job that fails costs nothing.
+ */
+const heldForJob: PaymentKind = {
+  holdsPayment: true,
+  async admit(identity, request, services) {
+    checkHoldWindow(identity, request, services);
+    await checkHeldByPayer(identity, services);
+  },
+  keep: (answer) => answer,
+  conclude: (identity, context, answer, _resumed, services) => hold(identity, context, answer, services),
+  async recover(record, context, { settlement }) {
+    // A job's payment is never sent before it is held: one left "verified" is released at once.
+    const released = settlement.rejected(
+      context,
+      "payment_released",
+      "the service stopped before the job was accepted; nothing was charged; sign a new payment",
+    );
+    return settlement.finish(record, context, "released", released.toResponse(context.operation.path), {
+      error: "the service stopped before the job was accepted",
+    });
+  },
+  soldDownload: () => false,
+};
+
+export const PAYMENT_KINDS: Readonly<Record<OperationKind, PaymentKind>> = {
+  sync: settledNow,
+  async: heldForJob,
+  product: download,
+};
+
+/** Whether operations of this kind hold their payment until their job delivers. */
+export const holdsPayment = (operation: { kind: OperationKind }) =>
+  PAYMENT_KINDS[operation.kind].holdsPayment;
+
+/**
+ * An accepted job: its payment is held, unsettled, with the answer (the 202) as its outcome, and the
+ * job queued. HeldPaymentSettler settles it when the job delivers, or releases it when it does not.
+ */
+async function hold(
+  identity: PaymentIdentity,
+  context: PaymentContext,
+  answer: StoredOutcome,
+  { store, metrics }: KindServices,
+): Promise<StoredOutcome> {
+  const held = await store.holdPayment(identity.paymentKey, {
+    outcome: answer,
+    held: { payload: identity.payload, requirements: identity.requirements, door: context.door },
+  });
+  if (!held) {
+    // Another attempt (one that outlived its lease) moved the payment on first: its outcome stands.
+    const record = await store.getPayment(identity.paymentKey);
+    if (record?.outcome) return record.outcome;
+    throw paymentsUnavailable("the payment is being processed by another request; retry the same request");
+  }
+  metrics.paymentState(context.operation.id, "held");
+  context.log.info(
+    { validBefore: identity.authorization.validBefore },
+    "payment held until the job delivers",
+  );
+  // The ledger says held first: a crash here, or a store error now, leaves the job awaiting payment, and
+  // the settler or the workers' maintenance queues it from the ledger. The answer stands either way.
+  await context
+    .onFinal?.(identity.paymentKey, "held")
+    .catch((error) =>
+      context.log.error({ err: error }, "held, but the job could not be queued now: the settler queues it"),
+    );
+  return answer;
+}
+
+/**
+ * Verification cannot reserve the payer's balance for a held payment: a payer with funds for one job
+ * could start many. Jobs per payer on held payments are capped (429, nothing charged).
+ */
+async function checkHeldByPayer(identity: PaymentIdentity, { store, maxHeldPerPayer }: KindServices) {
+  const payer = identity.authorization.from.toLowerCase();
+  const held = (await store.heldPayments()).filter((record) => record.payer === payer).length;
+  if (held >= maxHeldPerPayer) {
+    throw new RetryLater(
+      Problem.of(
+        "too-many-held-payments",
+        `${held} jobs of this payer are still running on payments held until they deliver (at most ${maxHeldPerPayer}); retry when one has finished; nothing was charged`,
+      ),
+      30,
+    );
+  }
+}
+
+/**
+ * A held payment must outlive the job: an authorization that expires too soon is refused before any
+ * work; one valid far longer than the terms ask (it would keep a queued job's payment held for as long)
+ * is refused too.
+ */
+function checkHoldWindow(identity: PaymentIdentity, request: PaidRequest, services: KindServices): void {
+  const { maxTimeoutSeconds } = request.terms.requirements;
+  const left = Number(identity.authorization.validBefore) - services.now() / 1000;
+  if (left > maxTimeoutSeconds + CLOCK_SKEW_SECONDS) {
+    throw services.settlement.rejected(
+      request,
+      "authorization_too_long",
+      `this job's payment may be held at most ${maxTimeoutSeconds} s (maxTimeoutSeconds): sign validBefore within that`,
+    );
+  }
+  const needed = MIN_JOB_WINDOW_SECONDS + (2 * services.settlementTimeoutMs + SETTLE_MARGIN_MS) / 1000;
+  if (left < needed) {
+    throw services.settlement.rejected(
+      request,
+      "authorization_too_short",
+      `this job's payment is settled only when its result is ready: sign an authorization valid for at least ${Math.ceil(needed)} s (validBefore), as maxTimeoutSeconds says`,
+    );
+  }
+}

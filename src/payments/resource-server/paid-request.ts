@@ -1,0 +1,96 @@
+import type { PaymentPayload, SettleResponse } from "@x402/core/types";
+import type { Logger } from "pino";
+import type { AnyOperation, OperationResult } from "../../catalog/operation.ts";
+import { Problem } from "../../problem.ts";
+import type { PaymentState, StoredOutcome } from "../../store/store.ts";
+import type { PaymentTerms } from "./terms.ts";
+
+/**
+ * What the gate is asked, whatever the door it came through (HTTP today, MCP next): nothing in it is a
+ * header. The transport decodes the payment and names the client; the gate decides and does the I/O.
+ */
+export interface PaidRequest {
+  operation: AnyOperation;
+  terms: PaymentTerms;
+  /** The operation's input, already validated. */
+  input: unknown;
+  /** The decoded x402 payment payload; none → payment required; unreadable → refused with that reason. */
+  payment: PaymentPayload | { unreadable: string } | undefined;
+  requestId: string;
+  log: Logger;
+  /** The way the call came in ("http" today; MCP and x402 v1 later): labels its revenue in /metrics. */
+  door: string;
+  /** The download token the client presented to resume a paid download. */
+  downloadToken?: string;
+  /** The client's address (behind a trusted proxy, the forwarded one): a sold download is bound to its first caller. */
+  client?: string;
+  /** Runs the operation; an async one records its job under this payment (see onFinal). */
+  run: (payment: { paymentKey: string; payer: string }) => Promise<OperationResult<unknown>>;
+  /**
+   * Async operations: told when the payment is held (after the ledger says so: the job recorded by
+   * run() is queued) or ends unheld (released, failed: the job is dropped), exactly once whichever
+   * attempt (this request, a retry, another instance) gets there. Must be idempotent.
+   */
+  onFinal?: (paymentKey: string, state: Exclude<PaymentState, "verified" | "settled">) => Promise<void>;
+}
+
+/** What deciding a payment's outcome needs of its request; a recovery without a client has no more than this. */
+export type PaymentContext = Pick<PaidRequest, "operation" | "terms" | "log" | "onFinal"> &
+  Partial<Pick<PaidRequest, "door">>;
+
+/**
+ * What the gate answers, for any transport to render: the terms (no payment), an answer (the
+ * operation's result with its receipt, or a final refusal, as the ledger keeps it; `replayed` when it is
+ * another attempt's), a refusal that settles nothing (a payment not accepted, another request's
+ * payment), or "retry later" (nothing was charged, or the payment is being worked on).
+ */
+export type GateOutcome =
+  | { kind: "payment-required"; terms: PaymentTerms }
+  | { kind: "answer"; answer: StoredOutcome; replayed: boolean }
+  | { kind: "refused"; problem: Problem }
+  | { kind: "retry-later"; problem: Problem; retryAfterSeconds: number };
+
+/**
+ * The answers the ledger keeps are in the form of the transport that made them (x402 over HTTP today):
+ * the gate never writes that form itself, it is given this. See src/http/x402-answers.ts.
+ */
+export interface KeptAnswers {
+  /** A presented payment refused with a reason: the terms again. */
+  rejection(terms: PaymentTerms, reason: string, message: string): Problem;
+  /** The answer with the settlement's receipt. */
+  withReceipt(answer: StoredOutcome, settlement: SettleResponse): StoredOutcome;
+  /** The download token a kept answer gave its buyer, if it gave one. */
+  downloadToken(answer: StoredOutcome): string | undefined;
+  /** How the transport names the download token, for a client told to present it. */
+  downloadTokenName: string;
+}
+
+/** Seconds a client should wait before retrying when payments cannot be processed right now. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** Thrown inside the gate for "nothing decided, retry later"; handle() answers it as a retry-later outcome. */
+export class RetryLater extends Error {
+  constructor(
+    readonly problem: Problem,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(problem.detail);
+  }
+}
+
+/** Payments cannot be processed right now (facilitator, chain or ledger unreachable): 503, retry. */
+export function paymentsUnavailable(detail: string): RetryLater {
+  return new RetryLater(Problem.of("payments-unavailable", detail), RETRY_AFTER_SECONDS);
+}
+
+/** Another attempt works on this payment: never a rejection, a retry with the same payment gets its outcome. */
+export function inProgress(retryAfterSeconds: number): RetryLater {
+  const seconds = Math.max(1, retryAfterSeconds);
+  return new RetryLater(
+    Problem.of(
+      "payment-in-progress",
+      `this payment is being processed; retry the same request with the same payment in ${seconds} s to receive its outcome; it is charged at most once`,
+    ),
+    seconds,
+  );
+}
