@@ -1,6 +1,8 @@
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { createPublicClient, http, parseAbi } from "viem";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
@@ -8,7 +10,7 @@ import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { type Spawned, spawnUtility402, waitFor } from "../helpers/processes.ts";
 import { freePort } from "../helpers/service.ts";
-import { type Attack, probeHealth, startIdleSocketAttack } from "./connection-cap-helpers.ts";
+import { type Attack, startIdleSocketAttack } from "./connection-cap-helpers.ts";
 import { catastrophic, keysYaml } from "./hostile-inputs.ts";
 
 /**
@@ -74,30 +76,40 @@ export async function startScenarioService(): Promise<RunningScenario> {
   };
 }
 
-/** /healthz probes on new connections every `everyMs` until stopped: latencies (ms) and failures. */
+/**
+ * /healthz probes on new connections every `everyMs` until stopped, from a process of its own
+ * (./health-watchdog.mjs): latencies (ms) and failures, filled in when stop() resolves.
+ */
 export function watchdog(port: number, everyMs = 50, timeoutMs = PROBE_TIMEOUT_MS) {
   const latencies: number[] = [];
   const failures: string[] = [];
-  let running = true;
-  const done = (async () => {
-    while (running) {
-      const started = process.hrtime.bigint();
-      const status = await probeHealth(port, { timeoutMs });
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      if (status === 200) latencies.push(ms);
-      else failures.push(String(status));
-      await new Promise((resolve) => setTimeout(resolve, everyMs));
-    }
-  })();
+  const child = spawn(process.execPath, [WATCHDOG_SCRIPT, String(port), String(everyMs), String(timeoutMs)], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   return {
     latencies,
     failures,
     async stop() {
-      running = false;
-      await done;
+      child.stdin?.end();
+      // A probe in flight finishes within its timeout; past that the watchdog is killed.
+      const killer = setTimeout(() => child.kill("SIGKILL"), timeoutMs + 5000);
+      await exited;
+      clearTimeout(killer);
+      const line = output.trim().split("\n").at(-1);
+      if (!line) throw new Error("the health watchdog printed nothing");
+      const report = JSON.parse(line) as { latencies: number[]; failures: string[] };
+      latencies.push(...report.latencies);
+      failures.push(...report.failures);
     },
   };
 }
+
+const WATCHDOG_SCRIPT = fileURLToPath(new URL("./health-watchdog.mjs", import.meta.url));
 
 const ERC20 = parseAbi(["function balanceOf(address) view returns (uint256)"]);
 
