@@ -238,8 +238,9 @@ export async function ensureLocalDex(rpcUrl: string, log: Logger): Promise<Local
     [LOCAL_SLIPSTREAM_FEE],
   ]);
 
-  // anvil answers a send before it has mined it: a read of what a transaction created waits for it
-  // (on a loaded machine getPool read the zero address, and the pool's mint then reverted).
+  // anvil may answer a send before it has mined it: a read of what a transaction created, and the final
+  // check of every receipt, wait for the transaction (on a loaded machine getPool read the zero address
+  // and the pool's mint reverted; a receipt asked for at once was not found).
   const mined = (hash: Hex) => client.waitForTransactionReceipt({ hash, pollingInterval: 10 });
 
   // Funds: USDC minted by the local USDC's minter (USDC_ADMIN, impersonated since the chain's
@@ -315,7 +316,7 @@ export async function ensureLocalDex(rpcUrl: string, log: Logger): Promise<Local
   await call(BASE_WETH_ADDRESS, ERC20_ABI, "transfer", [aerodromePool, wethDepth]);
   await call(aerodromePool, ownArtifact("AerodromeVolatilePool").abi, "mint", [LOCAL_DEX_DEPLOYER]);
 
-  const receipts = await Promise.all(hashes.map((hash) => client.getTransactionReceipt({ hash })));
+  const receipts = await Promise.all(hashes.map(mined));
   const failed = receipts.findIndex((receipt) => receipt.status !== "success");
   if (failed >= 0)
     throw new Error(`local DEX set-up: transaction ${failed + 1} of ${hashes.length} reverted`);
