@@ -24,6 +24,7 @@ import { auditJob, openapiAudit } from "../src/operations/openapi-audit/index.ts
 import { AuditPool } from "../src/operations/openapi-audit/pool.ts";
 import { OpenApiAuditRequest } from "../src/operations/openapi-audit/schema.ts";
 import { refusingSpectralResolver } from "../src/operations/openapi-audit/spectral.ts";
+import { EVIL } from "../test/hardening/hostile-inputs.ts";
 import { sampleContract } from "../test/helpers/sample-openapi-contract.ts";
 import { type BenchRow, report } from "./lib.ts";
 
@@ -106,7 +107,6 @@ const documents: { name: string; text: string }[] = [
     })),
 ];
 // Issue 16, finding 6: a pattern that backtracks catastrophically, tested against examples by both engines.
-const EVIL = `${"a".repeat(40)}!`;
 const redosContract = {
   openapi: "3.1.0",
   info: { title: "ReDoS", version: "1.0.0" },

@@ -5,6 +5,7 @@ import { LINEAR_FOR_REGEXP, linearRegExp } from "../../src/operations/openapi-au
 import { AuditPool, type AuditPoolOptions } from "../../src/operations/openapi-audit/pool.ts";
 import type { OpenApiAuditOutput } from "../../src/operations/openapi-audit/schema.ts";
 import { Problem } from "../../src/problem.ts";
+import { EVIL } from "./hostile-inputs.ts";
 
 /**
  * Issue 16, finding 6: six audits of a contract whose schema pattern backtracks catastrophically
@@ -15,8 +16,6 @@ import { Problem } from "../../src/problem.ts";
 
 const HOSTILE = `0x${"a".repeat(40)}`;
 const OTHER = `0x${"b".repeat(40)}`;
-/** 2^40 paths for a backtracking engine: hours, far beyond the 15 s time limit. */
-const EVIL = `${"a".repeat(40)}!`;
 const CATASTROPHIC = "^(a+)+$";
 
 const job = (document: ContractDocument): AuditJob => ({

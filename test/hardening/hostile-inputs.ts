@@ -4,6 +4,7 @@
 export const keysYaml = (n: number) =>
   `openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths: {}\nx-data:\n${Array.from({ length: n }, (_, i) => `  k${i}: 1\n`).join("")}`;
 
+/** 2^40 paths for a backtracking engine against `^(a+)+$`: hours, far beyond the audit's time limit. */
 export const EVIL = `${"a".repeat(40)}!`;
 /** A contract whose pattern backtracks catastrophically on its own example. */
 export const catastrophic = (variant: number) => ({
