@@ -247,9 +247,10 @@ export class Settlement {
       if (completed) await context.onFinal?.(facts.paymentKey, state);
     }
     if (!completed) {
-      // Another attempt (one that outlived its lease) made the payment final first: its outcome stands.
+      // Another attempt (one that outlived its lease) made the payment final first: its outcome stands,
+      // and that attempt counted it.
       const record = await store.getPayment(facts.paymentKey);
-      if (record?.outcome) return record.outcome;
+      return record?.outcome ?? outcome;
     }
     countFinalState(this.options.metrics, state, {
       ...facts,
