@@ -17,6 +17,8 @@ import { type RequestVariables, requestContext } from "./http/request-context.ts
 import { respond } from "./http/response-headers.ts";
 import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
 import { FINAL_JOB_STATES } from "./jobs/queue.ts";
+import { mountMcp } from "./mcp/mcp-door.ts";
+import { type McpSessions, SESSION_HEADER } from "./mcp/sessions.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   PAYMENT_REQUIRED_HEADER,
@@ -58,6 +60,8 @@ export interface AppServices {
   readiness: () => Promise<Readiness>;
   isShuttingDown: () => boolean;
   now?: () => Date;
+  /** The MCP endpoint's sessions; absent: no /mcp. */
+  mcpSessions?: McpSessions;
 }
 
 type Env = { Variables: RequestVariables };
@@ -157,6 +161,7 @@ export function buildApp(services: AppServices): Hono<Env> {
     PAYMENT_RESPONSE_HEADER,
     "x-request-id",
     "retry-after",
+    SESSION_HEADER,
     ...DOWNLOAD_RESPONSE_HEADERS,
   ]);
   app.use("*", requestContext({ log, metrics, headers: corsHeaders }));
@@ -238,6 +243,8 @@ export function buildApp(services: AppServices): Hono<Env> {
       return paid(c, input, handler);
     });
   }
+
+  if (services.mcpSessions) mountMcp(app, services, services.mcpSessions);
 
   // A known path with the wrong method is a 405 naming the allowed ones, not a 404.
   const methodsByPath = new Map<string, string[]>(

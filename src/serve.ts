@@ -22,6 +22,7 @@ import { type HealthListener, startHealthListener } from "./http/health-listener
 import { x402HttpAnswers } from "./http/x402-answers.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
 import type { JobWorker } from "./jobs/worker.ts";
+import { McpSessions } from "./mcp/sessions.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend } from "./payments/facilitator/facilitator.ts";
 import { PaymentGate } from "./payments/resource-server/gate.ts";
@@ -245,6 +246,7 @@ export async function startService(
       heldPayments.start();
     }
     let shuttingDown = false;
+    const mcpSessions = new McpSessions(config.mcp, options.clock);
 
     const readiness = async (): Promise<Readiness> => {
       const checks: Record<string, string> = {};
@@ -297,6 +299,7 @@ export async function startService(
       log,
       readiness,
       isShuttingDown: () => shuttingDown,
+      mcpSessions,
     });
 
     // The probes' own listener first: a port in use stops the start before the public port opens.
@@ -351,6 +354,7 @@ export async function startService(
         await heldPayments?.stop();
         await recovery?.stop();
         gate.leases.stop();
+        await mcpSessions.close();
         await closeOperations();
         await settlerHold?.release();
         await settlementJournal.close();
