@@ -1,13 +1,32 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { decodePaymentSignatureHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import { createPublicClient, http, parseAbiItem } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineOperation } from "../../src/catalog/operation.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { createPayer } from "../../src/client/paying-fetch.ts";
+import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
 import { humanoidFmeaQuery } from "../../src/operations/humanoid-fmea-query/index.ts";
 import { jsonDiff } from "../../src/operations/json-diff/index.ts";
 import { unitConvert } from "../../src/operations/unit-convert/index.ts";
+import { Problem } from "../../src/problem.ts";
 import { openStore } from "../../src/store/open-store.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 import { callTool, connectMcp, payTool, type ToolPayer, termsOf, toolPayer } from "./paying-mcp-client.ts";
+
+// An operation that fails after its payment was verified (its upstream is down): never charged.
+const upstreamDown = defineOperation({
+  ...unitConvert,
+  id: "test-upstream-down",
+  path: "/v1/test-upstream-down",
+  priceUsd: "0.02",
+  handler: async () => {
+    throw Problem.of("upstream-unavailable", "the upstream did not answer");
+  },
+});
+
+const TRANSFER = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
 
 const PRICES = {
   "json-diff": 10_000n,
@@ -25,7 +44,7 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
   beforeAll(async () => {
     service = await startTestService(
       {},
-      { operations: [jsonDiff, unitConvert, humanoidFmeaQuery, csvCleanup] },
+      { operations: [jsonDiff, unitConvert, humanoidFmeaQuery, csvCleanup, upstreamDown] },
     );
     balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
     client = await connectMcp(service.url);
@@ -48,7 +67,14 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
   it("lists every sync operation as a tool named by its id, with its schemas and price, and the free get_job", async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ["csv-cleanup", "get_job", "humanoid-fmea-query", "json-diff", "unit-convert"].sort(),
+      [
+        "csv-cleanup",
+        "get_job",
+        "humanoid-fmea-query",
+        "json-diff",
+        "test-upstream-down",
+        "unit-convert",
+      ].sort(),
     );
     const diff = tools.find((tool) => tool.name === "json-diff");
     expect(diff?.inputSchema.required).toEqual(["before", "after"]);
@@ -107,5 +133,121 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
       expect(await balanceOf(service.payTo)).toBe(payToBefore + price);
       await expect.poll(settledRows).toBe(rowsBefore + 1);
     }
+  });
+
+  it("a payment made through MCP replays through HTTP charged nothing, and one made through HTTP replays through MCP", async () => {
+    const args = { before: { n: 1 }, after: { n: 2 } };
+    const { result, payment } = await payTool(client, payer, "json-diff", args);
+    expect(result.isError).toBeFalsy();
+    const [payerAfterPaying, payToAfterPaying] = [
+      await balanceOf(payer.address),
+      await balanceOf(service.payTo),
+    ];
+    // The same payment, the same request, through the route: the kept answer, nothing charged.
+    const viaHttp = await fetch(
+      `${service.url}/v1/json-diff`,
+      jsonPost(args, { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(payment) }),
+    );
+    expect(viaHttp.status).toBe(200);
+    expect(viaHttp.headers.get("x-payment-replayed")).toBe("true");
+    expect(await viaHttp.json()).toEqual(result.structuredContent);
+    // The same payment for another request, through either door: 409, never a second charge.
+    const other = { before: { n: 1 }, after: { n: 3 } };
+    const conflict = await callTool(client, "json-diff", other, payment);
+    expect(conflict.structuredContent).toMatchObject({ status: 409 });
+    expect(await balanceOf(payer.address)).toBe(payerAfterPaying);
+    expect(await balanceOf(service.payTo)).toBe(payToAfterPaying);
+
+    // The other way round: paid through the route by the official @x402/fetch client, replayed as a tool.
+    const httpPayer = createPayer(devPrivateKey(4));
+    const url = `${service.url}/v1/json-diff`;
+    const headers = await httpPayer.signPayment(await fetch(url, jsonPost(other)));
+    const paid = await fetch(url, jsonPost(other, headers));
+    expect(paid.status).toBe(200);
+    const httpBody = await paid.json();
+    const httpPayerAfter = await balanceOf(httpPayer.address);
+    const replayed = await callTool(
+      client,
+      "json-diff",
+      other,
+      decodePaymentSignatureHeader(headers["PAYMENT-SIGNATURE"] as string),
+    );
+    expect(replayed.isError).toBeFalsy();
+    expect(replayed._meta?.["utility402/replayed"]).toBe(true);
+    expect(replayed._meta?.["x402/payment-response"]).toMatchObject({ success: true });
+    expect(replayed.structuredContent).toEqual(httpBody);
+    expect(await balanceOf(httpPayer.address)).toBe(httpPayerAfter);
+  });
+
+  it("a tool whose work fails is a tool error and charges nothing (the payment is released)", async () => {
+    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
+    const { result } = await payTool(client, payer, "test-upstream-down", { value: 1, from: "m", to: "ft" });
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ status: 502, detail: "the upstream did not answer" });
+    expect(await balanceOf(payer.address)).toBe(payerBefore);
+    expect(await balanceOf(service.payTo)).toBe(payToBefore);
+    const store = await openStore(service.config.database);
+    try {
+      const rows = await store.paymentCounts();
+      expect(rows.find((row) => row.operationId === "test-upstream-down")).toMatchObject({
+        state: "released",
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("32 concurrent paid tool calls: ledger = on-chain transfers = delivered results", async () => {
+    const payers = Array.from({ length: 8 }, (_, i) => toolPayer(devPrivateKey(i + 2)));
+    const clients = await Promise.all(Array.from({ length: 4 }, () => connectMcp(service.url)));
+    try {
+      const calls = await Promise.all(
+        Array.from({ length: 32 }, async (_, i) => {
+          const args = { before: { call: i }, after: { call: i, concurrent: true } };
+          const terms = termsOf(await callTool(clients[i % 4] as Client, "json-diff", args));
+          return {
+            args,
+            payment: await (payers[i % payers.length] as ToolPayer).sign(terms),
+            client: clients[i % 4],
+          };
+        }),
+      );
+      const chain = createPublicClient({ transport: http(service.localChain?.rpcUrl) });
+      const [fromBlock, rowsBefore, payToBefore] = [
+        (await chain.getBlockNumber({ cacheTime: 0 })) + 1n,
+        await settledRows(),
+        await balanceOf(service.payTo),
+      ];
+      const results = await Promise.all(
+        calls.map(({ args, payment, client }) => callTool(client as Client, "json-diff", args, payment)),
+      );
+      const delivered = results.filter(
+        (result) =>
+          !result.isError && (result._meta?.["x402/payment-response"] as { success?: boolean })?.success,
+      );
+      expect(delivered).toHaveLength(32);
+      await expect.poll(settledRows).toBe(rowsBefore + 32);
+      const transfers = await chain.getLogs({
+        address: BASE_USDC_ADDRESS,
+        event: TRANSFER,
+        args: { to: service.payTo },
+        fromBlock,
+        toBlock: await chain.getBlockNumber({ cacheTime: 0 }),
+      });
+      expect(transfers).toHaveLength(32);
+      expect(
+        new Set(
+          delivered.map((r) => (r._meta?.["x402/payment-response"] as { transaction: string }).transaction),
+        ),
+      ).toEqual(new Set(transfers.map((log) => log.transactionHash)));
+      expect(await balanceOf(service.payTo)).toBe(payToBefore + 32n * PRICES["json-diff"]);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+
+  it("labels the revenue of tool calls with the mcp door in /metrics", async () => {
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/operation="json-diff",door="mcp"\} \d+/);
   });
 });
