@@ -260,7 +260,10 @@ describe("discovery documents agree with the registry", () => {
 
   it("the skills index has one SKILL.md per operation, each digest over the exact bytes served", async () => {
     expect(skills.$schema).toMatch(/^https:\/\/schemas\.agentskills\.io\/discovery\//);
-    expect(skills.skills.map((s: any) => s.name).sort()).toEqual(OPERATIONS.map((op) => op.id).sort());
+    // One per operation, and one on using the service from an MCP client.
+    expect(skills.skills.map((s: any) => s.name).sort()).toEqual(
+      [...OPERATIONS.map((op) => op.id), "mcp"].sort(),
+    );
     for (const skill of skills.skills) {
       expect(skill.type).toBe("skill-md");
       const response = await fetch(skill.url);
@@ -270,7 +273,7 @@ describe("discovery documents agree with the registry", () => {
       const text = bytes.toString("utf8");
       expect(text.startsWith(`---\nname: ${skill.name}\n`)).toBe(true);
       const operation = OPERATIONS.find((op) => op.id === skill.name);
-      expect(text).toContain(`USD ${operation?.priceUsd}`);
+      if (operation) expect(text).toContain(`USD ${operation.priceUsd}`);
     }
   });
 });

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
+import { MCP_PATH, mcpEndpoint } from "../mcp/endpoint.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { problemTypeList } from "../problem.ts";
@@ -236,7 +237,10 @@ export function buildOpenApiDocument(
     info: {
       title: SERVICE.name,
       version: "1.0.0",
-      description: SERVICE.description,
+      description:
+        `${SERVICE.description}\n\nMCP: the same operations are tools of the MCP server at ${baseUrl}${MCP_PATH} ` +
+        "(Streamable HTTP), each paid per call through the same payment gate with the x402 MCP transport " +
+        '(the PaymentPayload in params._meta["x402/payment"]); see x-mcp.',
       contact: { name: SERVICE.name, url: llmsTxtUrl },
       // SPDX LicenseRef for the service's own terms; openapi3-ts's type predates 3.1's `identifier`.
       license: { name: "Proprietary", identifier: "LicenseRef-utility402" } as { name: string },
@@ -256,6 +260,7 @@ export function buildOpenApiDocument(
     ...document,
     "x-agentcash-guidance": { llmsTxtUrl },
     "x-discovery": { llmsTxtUrl },
+    "x-mcp": mcpEndpoint(operations, baseUrl),
     // The closed catalogue of problem types (src/problem.ts): every error this service answers with.
     "x-problem-types": problemTypeList(),
   };

@@ -1,5 +1,6 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { decodePaymentSignatureHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { createPublicClient, http, parseAbiItem } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineOperation } from "../../src/catalog/operation.ts";
@@ -249,5 +250,46 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
   it("labels the revenue of tool calls with the mcp door in /metrics", async () => {
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/operation="json-diff",door="mcp"\} \d+/);
+  });
+
+  it("the endpoint is listed, from the registry, in /openapi.json, /catalog.json, /.well-known/x402, llms.txt and a SKILL.md", async () => {
+    const get = async (path: string) => (await fetch(service.url + path)).json();
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    const mcpUrl = `${service.url}/mcp`;
+
+    const openapi = await get("/openapi.json");
+    expect(openapi.info.description).toContain(mcpUrl);
+    expect(openapi["x-mcp"]).toMatchObject({ url: mcpUrl, transport: "streamable-http" });
+
+    const catalog = await get("/catalog.json");
+    expect(catalog.mcp).toMatchObject({ url: mcpUrl, transport: "streamable-http" });
+    expect(catalog.mcp.tools.map((tool: { name: string }) => tool.name)).toEqual(names);
+
+    const manifest = await get("/.well-known/x402");
+    expect(manifest.mcp.url).toBe(mcpUrl);
+    expect(manifest.mcp.items.map((item: { toolName: string }) => item.toolName)).toEqual(
+      names.filter((name) => name !== "get_job"),
+    );
+    for (const item of manifest.mcp.items) {
+      expect(item.resource).toBe(`mcp://tool/${item.toolName}`);
+      // The terms a tool call answers with are the manifest's.
+      const terms = termsOf(await callTool(client, item.toolName));
+      expect(terms.accepts).toEqual(item.accepts);
+      expect(terms.extensions?.bazaar).toEqual(item.extensions.bazaar);
+      expect(validateDiscoveryExtension(item.extensions.bazaar).valid, item.toolName).toBe(true);
+      expect(item.extensions.bazaar.info.input).toMatchObject({ type: "mcp", toolName: item.toolName });
+    }
+
+    const llms = await (await fetch(`${service.url}/llms.txt`)).text();
+    expect(llms).toContain(mcpUrl);
+
+    const skills = await get("/.well-known/agent-skills/index.json");
+    const skill = skills.skills.find((entry: { name: string }) => entry.name === "mcp");
+    expect(skill.url).toBe(catalog.mcp.skill);
+    const markdown = await (await fetch(skill.url)).text();
+    expect(markdown).toContain(`claude mcp add --transport http utility402 ${mcpUrl}`);
+    expect(markdown).toContain('"x402/payment"');
+    for (const name of names) expect(markdown).toContain(`\`${name}\``);
   });
 });
