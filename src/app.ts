@@ -24,6 +24,7 @@ import {
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
+  X_PAYMENT_RESPONSE_HEADER,
 } from "./payments/headers.ts";
 import type { PaymentGate } from "./payments/resource-server/gate.ts";
 import type { PaymentTerms } from "./payments/resource-server/terms.ts";
@@ -159,6 +160,7 @@ export function buildApp(services: AppServices): Hono<Env> {
   const corsHeaders = corsResponseHeaders([
     PAYMENT_REQUIRED_HEADER,
     PAYMENT_RESPONSE_HEADER,
+    X_PAYMENT_RESPONSE_HEADER,
     "x-request-id",
     "retry-after",
     SESSION_HEADER,

@@ -102,13 +102,20 @@ describe("discovery documents agree with the registry", () => {
       expect(terms.x402Version).toBe(2);
       expect(terms.resource.url).toBe(service.url + operation.path);
       expect(terms.accepts).toEqual([expectedTerms(operation)]);
+      // The body is the x402 v1 form of the same terms (a v1 client pays from it), with v2's amount and resource.
       const body = await response.json();
-      expect(body).toMatchObject({
-        status: 402,
-        x402Version: 2,
-        accepts: terms.accepts,
-        resource: terms.resource,
-      });
+      const [accepted] = terms.accepts;
+      expect(body).toMatchObject({ status: 402, x402Version: 1, resource: terms.resource });
+      expect(body.accepts).toEqual([
+        {
+          ...accepted,
+          network: "base",
+          maxAmountRequired: accepted?.amount,
+          resource: terms.resource.url,
+          description: terms.resource.description,
+          mimeType: terms.resource.mimeType,
+        },
+      ]);
       const entry = manifest.items.find(
         (r: any) => r.resource === terms.resource.url && r.method === operation.method,
       );

@@ -14,9 +14,20 @@ export const paymentIdentifierDeclaration = () => ({
   [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false),
 });
 
-/** The payment's idempotency key, none, or why the extension it carries is unreadable (a payment refused). */
+/**
+ * The payment's idempotency key, none, or why the extension it carries is unreadable (a payment refused).
+ * The id is checked against the format the server declared (16-128 of [A-Za-z0-9_-]); the JSON Schema the
+ * client echoes is not compiled (the SDK would compile whatever schema a client sends, on every call).
+ */
 export function paymentIdentifierOf(payment: PaymentPayload): { id?: string } | { unreadable: string } {
-  const { id, validation } = extractAndValidatePaymentIdentifier(payment);
+  const echoed = payment.extensions?.[PAYMENT_IDENTIFIER];
+  if (echoed === undefined) return {};
+  const info =
+    typeof echoed === "object" && echoed !== null ? (echoed as { info?: unknown }).info : undefined;
+  const { id, validation } = extractAndValidatePaymentIdentifier({
+    ...payment,
+    extensions: { [PAYMENT_IDENTIFIER]: { info } },
+  });
   if (!validation.valid) {
     return {
       unreadable: `the ${PAYMENT_IDENTIFIER} extension is malformed: ${validation.errors?.join("; ")}`,
