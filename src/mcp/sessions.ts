@@ -29,6 +29,24 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
   });
 
 /**
+ * A POST's JSON-RPC message, read as the routes read a JSON body of a declared length: whole, straight
+ * from the socket (the transport's own reader builds a web stream for it, the dearest part of a small
+ * request). A body without a declared length is left to the transport, which cuts it at the same bound.
+ */
+async function readMessage(request: Request, maxBodyBytes: number) {
+  const declared = request.headers.get("content-length");
+  if (declared === null) return undefined;
+  if (Number(declared) > maxBodyBytes) {
+    return jsonRpcError(413, -32000, `the request body exceeds ${maxBodyBytes} bytes`);
+  }
+  try {
+    return { parsedBody: JSON.parse(await request.text()) as unknown };
+  } catch {
+    return jsonRpcError(400, -32700, "Parse error: Invalid JSON");
+  }
+}
+
+/**
  * The MCP endpoint's sessions, bounded: at most `maxSessions` at once (a new one beyond that is refused
  * with 503 and Retry-After, nothing else is touched), each closed once idle for `sessionIdleMs` (a client
  * then gets 404 and initializes a new one, as the MCP transport specifies). One SDK Server and transport
@@ -61,6 +79,8 @@ export class McpSessions {
       // The server sends nothing unasked, so it offers no event stream (the transport specification's 405).
       return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
     }
+    const body = request.method === "POST" ? await readMessage(request, maxBodyBytes) : undefined;
+    if (body instanceof Response) return body;
     const id = request.headers.get(SESSION_HEADER);
     if (id !== null) {
       const session = this.sessions.get(id);
@@ -69,7 +89,7 @@ export class McpSessions {
       session.inFlight++;
       session.lastSeen = this.now();
       try {
-        return await session.transport.handleRequest(request);
+        return await session.transport.handleRequest(request, body);
       } finally {
         session.inFlight--;
         session.lastSeen = this.now();
@@ -103,7 +123,7 @@ export class McpSessions {
     });
     try {
       await server.connect(session.transport);
-      return await session.transport.handleRequest(request);
+      return await session.transport.handleRequest(request, body);
     } finally {
       this.opening--;
       session.inFlight--;
