@@ -146,6 +146,17 @@ export interface SettlementTransactionRecord extends Omit<SettlementTransactionN
 
 export type ReserveResult = { reserved: true } | { reserved: false; existing: PaymentRecord };
 
+/** A client's idempotency key (the x402 payment-identifier, scoped to its payer) claimed for a payment. */
+export interface PaymentIdentifierClaim {
+  /** payer:id */
+  key: string;
+  paymentKey: string;
+  /** Epoch ms. */
+  now: number;
+  /** A claim made before this (epoch ms) whose payment never reached the ledger is free again. */
+  staleBefore: number;
+}
+
 export interface Store {
   readonly kind: "sqlite" | "postgres";
   ping(): Promise<void>;
@@ -198,6 +209,12 @@ export interface Store {
   noteSettlementTransaction(note: SettlementTransactionNote): Promise<void>;
   /** Every settlement transaction the chain lost, with the payment it settled, newest first. */
   settlementTransactions(): Promise<SettlementTransactionRecord[]>;
+  /**
+   * Binds a payment-identifier to this payment unless another payment holds it (one in the ledger that was
+   * not released or failed, or a fresh claim whose payment is not in the ledger yet); answers the payment
+   * key that holds it after the attempt (this one's, or the holder's).
+   */
+  claimPaymentIdentifier(claim: PaymentIdentifierClaim): Promise<string>;
   /** The entry stored under `key`, whatever its age (the caller applies its TTL). */
   getCacheEntry(key: string): Promise<CacheEntry | undefined>;
   /** Stores the entry (ending any load claim on it) and deletes idle entries stored before `expireBefore`. */

@@ -308,5 +308,58 @@ export function describeStoreContract(
       expect(await store.getCacheEntry("k")).toEqual({ value: '{"v":1}', storedAt: 2_000 });
       expect(await store.getCacheEntry("new")).toEqual({ value: "2", storedAt: 10_000 });
     });
+
+    it("binds a payment-identifier to one payment until that payment is released, failed, or never recorded", async () => {
+      const [first, second, third] = [payment(), payment(), payment()];
+      const claim = (paymentKey: string, now = 1_000) =>
+        store.claimPaymentIdentifier({
+          key: "0xpayer:pay_0123456789abcdef",
+          paymentKey,
+          now,
+          staleBefore: now - 500,
+        });
+      // Many payments at once: one holds the id, all of them are told which.
+      const holders = await Promise.all([first, second, third].map((p) => claim(p.paymentKey)));
+      const holder = holders[0] as string;
+      expect(new Set(holders)).toEqual(new Set([holder]));
+      const [winner, loser] = [first, second, third]
+        .filter((p) => p.paymentKey === holder)
+        .concat([first, second, third].filter((p) => p.paymentKey !== holder)) as [NewPayment, NewPayment];
+      // Not in the ledger yet: held while the claim is fresh, its holder may claim it again, free once stale.
+      expect(await claim(loser.paymentKey, 1_400)).toBe(winner.paymentKey);
+      expect(await claim(winner.paymentKey, 1_400)).toBe(winner.paymentKey);
+      await store.reservePayment(winner);
+      expect(await claim(loser.paymentKey, 100_000)).toBe(winner.paymentKey);
+      await store.completePayment(winner.paymentKey, { state: "settled", outcome: outcome("paid") });
+      expect(await claim(loser.paymentKey, 200_000)).toBe(winner.paymentKey);
+      // Another payer's id of the same spelling is another id.
+      expect(
+        await store.claimPaymentIdentifier({
+          key: "0xother:pay_0123456789abcdef",
+          paymentKey: loser.paymentKey,
+          now: 1_000,
+          staleBefore: 0,
+        }),
+      ).toBe(loser.paymentKey);
+      // A payment that charged nothing (released) lets the id go to the next one.
+      const released = payment();
+      const next = payment();
+      const key = "0xpayer:pay_released_0123456789";
+      const claimFor = (p: NewPayment) =>
+        store.claimPaymentIdentifier({ key, paymentKey: p.paymentKey, now: 1_000, staleBefore: 0 });
+      expect(await claimFor(released)).toBe(released.paymentKey);
+      await store.reservePayment(released);
+      expect(await claimFor(next)).toBe(released.paymentKey);
+      await store.completePayment(released.paymentKey, { state: "released", outcome: outcome("x") });
+      expect(await claimFor(next)).toBe(next.paymentKey);
+      // Stale and never recorded: free again.
+      const stale = await store.claimPaymentIdentifier({
+        key,
+        paymentKey: released.paymentKey,
+        now: 90_000,
+        staleBefore: 5_000,
+      });
+      expect(stale).toBe(released.paymentKey);
+    });
   });
 }

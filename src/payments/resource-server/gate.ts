@@ -17,6 +17,7 @@ import {
   paymentsUnavailable,
   RetryLater,
 } from "./paid-request.ts";
+import { PaymentIdentifiers } from "./payment-identifier.ts";
 import { identifyPayment, type PaymentIdentity, safeEqual, sha256 } from "./payment-identity.ts";
 import { PaymentWork } from "./payment-work.ts";
 import { repeatVerdict } from "./replay-policy.ts";
@@ -47,6 +48,7 @@ export class PaymentGate {
   private readonly kinds: Readonly<Record<OperationKind, PaymentKind>>;
   private readonly services: KindServices;
   private readonly work: PaymentWork;
+  private readonly identifiers: PaymentIdentifiers;
   /** The leases this instance holds on payments it works on, renewed while it works. */
   readonly leases: LeaseKeeper;
 
@@ -88,6 +90,7 @@ export class PaymentGate {
       settlementTimeoutMs: options.settlementTimeoutMs,
       maxHeldPerPayer: options.maxHeldPerPayer ?? Number.POSITIVE_INFINITY,
     };
+    this.identifiers = new PaymentIdentifiers(options.store, this.now);
     this.work = new PaymentWork({
       store: this.store,
       leases: this.leases,
@@ -184,6 +187,9 @@ export class PaymentGate {
       if (meanwhile) return this.repeat(meanwhile, identity, request);
       throw error;
     }
+    // Verified (its signer is the payer): a retry under a payment-identifier another payment holds gets that one's.
+    const first = await this.identifiers.holder(request, identity);
+    if (first) return this.repeat(first, identity, request, "identifier");
     const lease = this.leases.fresh();
     const reservation = await this.store.reservePayment({
       ...identity.facts,
@@ -198,16 +204,20 @@ export class PaymentGate {
     return { kind: "answer", answer: await this.work.start(identity, request, lease), replayed: false };
   }
 
-  /** The same payment seen again: the stored outcome, the first attempt's answer, a resumption, or a refusal. */
+  /**
+   * The same payment seen again (the same authorization, or another under the payment-identifier `record`
+   * holds): the stored outcome, the first attempt's answer, a resumption, or a refusal.
+   */
   private async repeat(
     record: PaymentRecord,
     identity: PaymentIdentity,
     request: PaidRequest,
+    sameBy: "authorization" | "identifier" = "authorization",
   ): Promise<GateOutcome> {
     const token = record.outcome ? this.answers.downloadToken(record.outcome) : undefined;
     const { firstCaller } = record.outcome ?? {};
     const verdict = repeatVerdict({
-      samePayload: record.payloadHash === identity.payloadHash,
+      samePayload: sameBy === "identifier" || record.payloadHash === identity.payloadHash,
       sameRequest: record.requestHash === identity.requestHash,
       runningHere: this.work.running(record.paymentKey) !== undefined,
       final: record.outcome
@@ -236,7 +246,11 @@ export class PaymentGate {
             "this payment authorization nonce has already been used",
           );
         }
-        throw alreadyUsed("this payment was made for a different request; sign a new payment for this one");
+        throw alreadyUsed(
+          sameBy === "identifier"
+            ? "this payment-identifier was used for a different request; choose a new id for this one"
+            : "this payment was made for a different request; sign a new payment for this one",
+        );
       case "refuse-replay":
         throw alreadyUsed(
           verdict.why === "expired"
@@ -248,6 +262,8 @@ export class PaymentGate {
       case "join":
         return replayed(await (this.work.running(record.paymentKey) as Promise<StoredOutcome>));
       case "take-over":
+        // Another authorization's payment is never resumed with this one: its owner's outcome, or retry later.
+        if (sameBy === "identifier") return replayed(await this.work.outcomeOf(record.paymentKey));
         return replayed(await this.work.takeOverOrWait(record, identity, request));
     }
   }

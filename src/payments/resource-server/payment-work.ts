@@ -78,6 +78,12 @@ export class PaymentWork {
     }
   }
 
+  /** Another attempt's outcome, waited for but never taken over; retry later if its owner stopped (the sweeper resumes it). */
+  async outcomeOf(paymentKey: string): Promise<StoredOutcome> {
+    const outcome = await this.awaitOwner(paymentKey, Date.now() + DUPLICATE_WAIT_MS);
+    return outcome ?? Promise.reject(inProgress(RETRY_AFTER_SECONDS));
+  }
+
   /** Finishes a payment whose owner stopped before its final state (a crash, or an unknown settlement). */
   private async resume(
     record: PaymentRecord,

@@ -5,6 +5,7 @@ import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { inputJsonSchema, outputJsonSchema } from "../../catalog/json-schema.ts";
 import type { AnyOperation } from "../../catalog/operation.ts";
 import { atomicPrice } from "../../catalog/price.ts";
+import { paymentIdentifierDeclaration } from "./payment-identifier.ts";
 
 /**
  * The largest PAYMENT-REQUIRED header a route may have. nginx (and most proxies) read all of a
@@ -165,7 +166,10 @@ export async function buildPaymentTerms(
     [requirements],
     { url, description: operation.summary, mimeType: operation.outputContentType },
     undefined,
-    resourceServer.enrichExtensions(compactBazaarDeclaration(operation), context),
+    resourceServer.enrichExtensions(
+      { ...compactBazaarDeclaration(operation), ...paymentIdentifierDeclaration() },
+      context,
+    ),
     context,
   );
   const header = encodePaymentRequiredHeader(paymentRequired);

@@ -7,6 +7,7 @@ import type {
   NewPayment,
   PaymentCompletion,
   PaymentCounts,
+  PaymentIdentifierClaim,
   PaymentRecord,
   PaymentState,
   ReserveResult,
@@ -322,6 +323,26 @@ export class PostgresStore implements Store {
     const holder = rows[0];
     if (!holder) return this.claimSettler(claim);
     return { claimed: false, holder: holder.instance_id, leaseUntil: Number(holder.lease_until) };
+  }
+
+  async claimPaymentIdentifier(claim: PaymentIdentifierClaim): Promise<string> {
+    const { rows } = await this.pool.query<{ payment_key: string }>(
+      `INSERT INTO payment_identifiers AS claim (key, payment_key, claimed_at) VALUES ($1, $2, $3)
+       ON CONFLICT (key) DO UPDATE SET payment_key = excluded.payment_key, claimed_at = excluded.claimed_at
+       WHERE claim.payment_key = excluded.payment_key
+         OR EXISTS (SELECT 1 FROM payments WHERE payments.payment_key = claim.payment_key
+                      AND payments.state IN ('released', 'failed'))
+         OR (claim.claimed_at < $4 AND NOT EXISTS (
+               SELECT 1 FROM payments WHERE payments.payment_key = claim.payment_key))
+       RETURNING payment_key`,
+      [claim.key, claim.paymentKey, claim.now, claim.staleBefore],
+    );
+    if (rows[0]) return rows[0].payment_key;
+    const held = await this.pool.query<{ payment_key: string }>(
+      "SELECT payment_key FROM payment_identifiers WHERE key = $1",
+      [claim.key],
+    );
+    return held.rows[0]?.payment_key ?? this.claimPaymentIdentifier(claim);
   }
 
   async releaseSettler(account: string, instanceId: string): Promise<void> {

@@ -211,4 +211,15 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX payments_tx_hash ON payments (tx_hash) WHERE tx_hash IS NOT NULL;
     `,
   },
+  {
+    version: 9,
+    name: "payment-identifiers (x402 extension): a client's idempotency key and the payment holding it",
+    sql: `
+      CREATE TABLE payment_identifiers (
+        key         TEXT PRIMARY KEY,
+        payment_key TEXT NOT NULL,
+        claimed_at  INTEGER NOT NULL
+      );
+    `,
+  },
 ];

@@ -9,6 +9,7 @@ import type {
   NewPayment,
   PaymentCompletion,
   PaymentCounts,
+  PaymentIdentifierClaim,
   PaymentRecord,
   PaymentState,
   ReserveResult,
@@ -144,6 +145,16 @@ export class SqliteStore implements Store {
       getSettlerClaim: this.db.prepare(
         "SELECT instance_id, lease_until FROM settler_claims WHERE account = ?",
       ),
+      claimPaymentIdentifier: this.db.prepare(
+        `INSERT INTO payment_identifiers (key, payment_key, claimed_at) VALUES (@key, @paymentKey, @now)
+         ON CONFLICT (key) DO UPDATE SET payment_key = excluded.payment_key, claimed_at = excluded.claimed_at
+         WHERE payment_identifiers.payment_key = excluded.payment_key
+           OR EXISTS (SELECT 1 FROM payments WHERE payments.payment_key = payment_identifiers.payment_key
+                        AND payments.state IN ('released', 'failed'))
+           OR (payment_identifiers.claimed_at < @staleBefore AND NOT EXISTS (
+                 SELECT 1 FROM payments WHERE payments.payment_key = payment_identifiers.payment_key))`,
+      ),
+      getPaymentIdentifier: this.db.prepare("SELECT payment_key FROM payment_identifiers WHERE key = ?"),
       getCacheEntry: this.db.prepare(
         "SELECT value, stored_at FROM cache_entries WHERE key = ? AND value IS NOT NULL",
       ),
@@ -317,6 +328,11 @@ export class SqliteStore implements Store {
       )
       .all() as Record<string, string | number | null>[];
     return rows.map(settlementTransactionRecord);
+  }
+
+  async claimPaymentIdentifier(claim: PaymentIdentifierClaim): Promise<string> {
+    this.statements.claimPaymentIdentifier.run(claim);
+    return (this.statements.getPaymentIdentifier.get(claim.key) as { payment_key: string }).payment_key;
   }
 
   async getCacheEntry(key: string): Promise<CacheEntry | undefined> {
