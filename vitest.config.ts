@@ -13,6 +13,7 @@ const STORE_SENSITIVE = [
   "test/operations/research-brief-workers.e2e.test.ts",
   "test/hardening/concurrent-duplicates.e2e.test.ts",
   "test/contract/paid-operations.e2e.test.ts",
+  "test/x402-v1/payment-identifier.e2e.test.ts",
 ];
 
 /**
