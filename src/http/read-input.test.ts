@@ -244,7 +244,7 @@ describe("readOperationInput with a declared Content-Length", () => {
       ...base,
       id: "bytes",
       path: "/v1/op",
-      readBody: (bytes: Uint8Array) => ({ doc: new TextDecoder().decode(bytes) }),
+      readBody: async (bytes: Uint8Array) => ({ doc: new TextDecoder().decode(bytes) }),
     });
     const { c, touched } = watched('{"doc":1}');
     expect(await readOperationInput(c, bytesOf as AnyOperation)).toEqual({ doc: '{"doc":1}' });
