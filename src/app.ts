@@ -17,11 +17,14 @@ import { type RequestVariables, requestContext } from "./http/request-context.ts
 import { respond } from "./http/response-headers.ts";
 import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
 import { FINAL_JOB_STATES } from "./jobs/queue.ts";
+import { mountMcp } from "./mcp/mcp-door.ts";
+import { type McpSessions, SESSION_HEADER } from "./mcp/sessions.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
+  X_PAYMENT_RESPONSE_HEADER,
 } from "./payments/headers.ts";
 import type { PaymentGate } from "./payments/resource-server/gate.ts";
 import type { PaymentTerms } from "./payments/resource-server/terms.ts";
@@ -58,6 +61,8 @@ export interface AppServices {
   readiness: () => Promise<Readiness>;
   isShuttingDown: () => boolean;
   now?: () => Date;
+  /** The MCP endpoint's sessions; absent: no /mcp. */
+  mcpSessions?: McpSessions;
 }
 
 type Env = { Variables: RequestVariables };
@@ -149,7 +154,7 @@ type App = Hono<Env>;
 /**
  * The HTTP app, one named step after another. Routes are matched in the order the steps add them:
  * the probes and documents, the job status, the free routes, one paid route per operation (products
- * among them), then the 405s for known paths and the error answers.
+ * among them), the MCP door, then the 405s for known paths and the error answers.
  */
 export function buildApp(services: AppServices): App {
   // Every route is one the regular-expression router takes (see the skill files in addDocuments). A route it
@@ -162,6 +167,7 @@ export function buildApp(services: AppServices): App {
   addJobStatus(app, services);
   addFreeRoutes(app, services);
   addPaidRoutes(app, services);
+  if (services.mcpSessions) mountMcp(app, services, services.mcpSessions);
   addWrongMethodAnswers(app, services);
   answerErrors(app, services);
   return app;
@@ -172,8 +178,10 @@ function useRequestContext(app: App, { log, metrics }: AppServices): void {
   const corsHeaders = corsResponseHeaders([
     PAYMENT_REQUIRED_HEADER,
     PAYMENT_RESPONSE_HEADER,
+    X_PAYMENT_RESPONSE_HEADER,
     "x-request-id",
     "retry-after",
+    SESSION_HEADER,
     ...DOWNLOAD_RESPONSE_HEADERS,
   ]);
   app.use("*", requestContext({ log, metrics, headers: corsHeaders }));

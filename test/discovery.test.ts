@@ -102,13 +102,20 @@ describe("discovery documents agree with the registry", () => {
       expect(terms.x402Version).toBe(2);
       expect(terms.resource.url).toBe(service.url + operation.path);
       expect(terms.accepts).toEqual([expectedTerms(operation)]);
+      // The body is the x402 v1 form of the same terms (a v1 client pays from it), with v2's amount and resource.
       const body = await response.json();
-      expect(body).toMatchObject({
-        status: 402,
-        x402Version: 2,
-        accepts: terms.accepts,
-        resource: terms.resource,
-      });
+      const [accepted] = terms.accepts;
+      expect(body).toMatchObject({ status: 402, x402Version: 1, resource: terms.resource });
+      expect(body.accepts).toEqual([
+        {
+          ...accepted,
+          network: "base",
+          maxAmountRequired: accepted?.amount,
+          resource: terms.resource.url,
+          description: terms.resource.description,
+          mimeType: terms.resource.mimeType,
+        },
+      ]);
       const entry = manifest.items.find(
         (r: any) => r.resource === terms.resource.url && r.method === operation.method,
       );
@@ -260,7 +267,10 @@ describe("discovery documents agree with the registry", () => {
 
   it("the skills index has one SKILL.md per operation, each digest over the exact bytes served", async () => {
     expect(skills.$schema).toMatch(/^https:\/\/schemas\.agentskills\.io\/discovery\//);
-    expect(skills.skills.map((s: any) => s.name).sort()).toEqual(OPERATIONS.map((op) => op.id).sort());
+    // One per operation, and one on using the service from an MCP client.
+    expect(skills.skills.map((s: any) => s.name).sort()).toEqual(
+      [...OPERATIONS.map((op) => op.id), "mcp"].sort(),
+    );
     for (const skill of skills.skills) {
       expect(skill.type).toBe("skill-md");
       const response = await fetch(skill.url);
@@ -270,7 +280,7 @@ describe("discovery documents agree with the registry", () => {
       const text = bytes.toString("utf8");
       expect(text.startsWith(`---\nname: ${skill.name}\n`)).toBe(true);
       const operation = OPERATIONS.find((op) => op.id === skill.name);
-      expect(text).toContain(`USD ${operation?.priceUsd}`);
+      if (operation) expect(text).toContain(`USD ${operation.priceUsd}`);
     }
   });
 });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { MCP_SKILL_NAME, mcpSkillMarkdown } from "../mcp/listing.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { inputJsonSchema } from "./json-schema.ts";
 import type { AnyOperation } from "./operation.ts";
@@ -106,26 +107,41 @@ function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: st
   return lines.join("\n");
 }
 
-/** The agent-skills discovery index and one SKILL.md per operation, digests over the exact bytes served. */
+/**
+ * The agent-skills discovery index: one SKILL.md per operation and one on using the service from an MCP
+ * client, digests over the exact bytes served.
+ */
 export function buildAgentSkills(
   operations: readonly AnyOperation[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
 ): AgentSkills {
   const files = new Map<string, Buffer>();
-  const skills = operations.map((operation) => {
-    const bytes = Buffer.from(
-      skillMarkdown(operation, termsById.get(operation.id) as PaymentTerms, baseUrl),
-      "utf8",
-    );
-    files.set(skillPath(operation), bytes);
+  const skill = (name: string, description: string, markdown: string) => {
+    const bytes = Buffer.from(markdown, "utf8");
+    const path = `${AGENT_SKILLS_PREFIX}/${name}/SKILL.md`;
+    files.set(path, bytes);
     return {
-      name: operation.id,
+      name,
       type: "skill-md" as const,
-      description: `${operation.summary} (USD ${operation.priceUsd} per call, x402 v2, USDC on Base).`,
-      url: baseUrl + skillPath(operation),
+      description,
+      url: baseUrl + path,
       digest: `sha256:${createHash("sha256").update(bytes).digest("hex")}`,
     };
-  });
+  };
+  const skills = operations.map((operation) =>
+    skill(
+      operation.id,
+      `${operation.summary} (USD ${operation.priceUsd} per call, x402 v2, USDC on Base).`,
+      skillMarkdown(operation, termsById.get(operation.id) as PaymentTerms, baseUrl),
+    ),
+  );
+  skills.push(
+    skill(
+      MCP_SKILL_NAME,
+      "Add the service to an MCP client: every operation a tool paid per call with x402 v2 (USDC on Base).",
+      mcpSkillMarkdown(operations, termsById, baseUrl),
+    ),
+  );
   return { index: { $schema: DISCOVERY_SCHEMA, skills }, files };
 }

@@ -1,4 +1,7 @@
+import { mcpEndpoint } from "../mcp/endpoint.ts";
+import { MCP_SKILL_NAME } from "../mcp/listing.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
+import { AGENT_SKILLS_PREFIX } from "./agent-skills.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { inputJsonSchema, outputJsonSchema } from "./json-schema.ts";
 import { LLMS_TXT_PATH } from "./llms-txt.ts";
@@ -63,6 +66,11 @@ export function buildCatalogDocument(
       testChain: payment.mode === "local",
       headers: { request: "PAYMENT-SIGNATURE", challenge: "PAYMENT-REQUIRED", receipt: "PAYMENT-RESPONSE" },
       chargedOnlyOnSuccess: true,
+    },
+    // The same operations as MCP tools (Streamable HTTP), paid through the same gate.
+    mcp: {
+      ...mcpEndpoint(operations, baseUrl),
+      skill: `${baseUrl}${AGENT_SKILLS_PREFIX}/${MCP_SKILL_NAME}/SKILL.md`,
     },
     operations: operations.filter((operation) => operation.kind !== "product").map(entry),
     products: operations.filter((operation) => operation.kind === "product").map(entry),

@@ -1,3 +1,5 @@
+import { MCP_PATH } from "../mcp/endpoint.ts";
+import { MCP_SKILL_NAME } from "../mcp/listing.ts";
 import { AGENT_SKILLS_PREFIX, skillPath } from "./agent-skills.ts";
 import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 import { JOB_STATUS_PATH } from "./registry.ts";
@@ -44,6 +46,7 @@ export function agentGuidance(baseUrl: string): string {
     "3. A success carries PAYMENT-RESPONSE (the settlement transaction). Nothing is charged for a call that does not" +
       " succeed: invalid input is a 400 problem+json with a JSON Pointer per field, before any 402.",
     `Schemas and examples: ${baseUrl}/openapi.json; one SKILL.md per operation: ${baseUrl}${AGENT_SKILLS_PREFIX}/index.json.`,
+    `MCP clients: ${baseUrl}${MCP_PATH} (Streamable HTTP) has every operation as a tool paid the same way (x402 MCP transport: the payment in params._meta["x402/payment"]); see ${baseUrl}${AGENT_SKILLS_PREFIX}/${MCP_SKILL_NAME}/SKILL.md.`,
   ].join("\n");
 }
 

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
+import { MCP_PATH, mcpEndpoint } from "../mcp/endpoint.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { problemTypeList } from "../problem.ts";
@@ -33,8 +34,8 @@ const PaymentRequiredSchema = z
     title: z.string(),
     status: z.literal(402),
     detail: z.string(),
-    x402Version: z.literal(2),
-    error: z.string().optional(),
+    x402Version: z.literal(1),
+    error: z.string(),
     resource: z.looseObject({
       url: z.string(),
       description: z.string().optional(),
@@ -43,9 +44,13 @@ const PaymentRequiredSchema = z
     accepts: z.array(
       z.looseObject({
         scheme: z.string(),
-        network: z.string(),
+        network: z.string().meta({ description: 'The x402 v1 network name ("base" for eip155:8453).' }),
+        maxAmountRequired: z.string(),
+        amount: z.string().meta({ description: "The same atomic amount, as x402 v2 names it." }),
+        resource: z.string(),
+        description: z.string(),
+        mimeType: z.string(),
         asset: z.string(),
-        amount: z.string(),
         payTo: z.string(),
         maxTimeoutSeconds: z.int(),
         extra: z.record(z.string(), z.unknown()),
@@ -56,7 +61,10 @@ const PaymentRequiredSchema = z
   .meta({
     id: "PaymentRequired",
     description:
-      "Problem details carrying the x402 v2 PaymentRequired object (the PAYMENT-REQUIRED header, decoded).",
+      "Problem details carrying the x402 v1 PaymentRequired object a v1 client (x402-fetch, x402-axios) pays " +
+      "from with the X-PAYMENT header, each entry also with the v2 `amount`, and the v2 `resource` and " +
+      "`extensions`. x402 v2 clients read the PAYMENT-REQUIRED header (the v2 PaymentRequired, with the " +
+      "CAIP-2 network) and pay with PAYMENT-SIGNATURE.",
   });
 
 /** What a product download reads besides its payment: the headers that resume it (README "Product downloads"). */
@@ -102,7 +110,8 @@ export function paymentInfo(operation: AnyOperation, terms: PaymentTerms) {
 const HOW_TO_PAY =
   "Paid with x402 v2: call without payment to get 402 with the PAYMENT-REQUIRED header (base64 JSON terms: exact " +
   "scheme, USDC on eip155:8453); sign an EIP-3009 authorization with any x402 client and repeat the call with " +
-  "PAYMENT-SIGNATURE. The response carries PAYMENT-RESPONSE with the settlement transaction. Nothing is charged " +
+  "PAYMENT-SIGNATURE. The response carries PAYMENT-RESPONSE with the settlement transaction. x402 v1 clients " +
+  'pay from the 402\'s JSON body (network "base") with X-PAYMENT and get X-PAYMENT-RESPONSE. Nothing is charged ' +
   "unless the call succeeds.";
 
 /** /openapi.json (OpenAPI 3.1.0), generated from the registry by @hono/zod-openapi. */
@@ -151,6 +160,9 @@ export function buildOpenApiDocument(
           operation.kind === "async" ? "Accepted: the job is queued and paid for." : "Success (paid).",
         headers: {
           "PAYMENT-RESPONSE": header("base64 JSON settlement receipt: success, transaction, network, payer."),
+          "X-PAYMENT-RESPONSE": header(
+            "The same receipt for an x402 v1 payment (X-PAYMENT), network `base`.",
+          ),
           ...(operation.kind === "async" ? { Location: header("The job's status URL (GET, free).") } : {}),
         },
         content: successContent,
@@ -236,7 +248,10 @@ export function buildOpenApiDocument(
     info: {
       title: SERVICE.name,
       version: "1.0.0",
-      description: SERVICE.description,
+      description:
+        `${SERVICE.description}\n\nMCP: the same operations are tools of the MCP server at ${baseUrl}${MCP_PATH} ` +
+        "(Streamable HTTP), each paid per call through the same payment gate with the x402 MCP transport " +
+        '(the PaymentPayload in params._meta["x402/payment"]); see x-mcp.',
       contact: { name: SERVICE.name, url: llmsTxtUrl },
       // SPDX LicenseRef for the service's own terms; openapi3-ts's type predates 3.1's `identifier`.
       license: { name: "Proprietary", identifier: "LicenseRef-utility402" } as { name: string },
@@ -256,6 +271,7 @@ export function buildOpenApiDocument(
     ...document,
     "x-agentcash-guidance": { llmsTxtUrl },
     "x-discovery": { llmsTxtUrl },
+    "x-mcp": mcpEndpoint(operations, baseUrl),
     // The closed catalogue of problem types (src/problem.ts): every error this service answers with.
     "x-problem-types": problemTypeList(),
   };

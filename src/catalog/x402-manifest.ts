@@ -1,4 +1,5 @@
 import type { DiscoveryResource } from "@x402/extensions/bazaar";
+import { mcpManifest } from "../mcp/listing.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { agentGuidance } from "./llms-txt.ts";
@@ -47,5 +48,7 @@ export function buildX402Manifest(
     instructions: agentGuidance(baseUrl),
     service: { name: SERVICE.name, description: SERVICE.description, url: baseUrl },
     items,
+    // The same operations as MCP tools: each tool's terms (resource mcp://tool/<id>) and MCP Bazaar extension.
+    mcp: mcpManifest(operations, termsById, baseUrl),
   };
 }

@@ -7,9 +7,11 @@ import {
   DOWNLOAD_TOKEN_HEADER,
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_SIGNATURE_HEADER,
+  X_PAYMENT_HEADER,
 } from "../payments/headers.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
 import type { GateOutcome, PaidRequest } from "../payments/resource-server/paid-request.ts";
+import { paymentIdentifierOf } from "../payments/resource-server/payment-identifier.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
 import { fileResponse } from "../products/download.ts";
@@ -17,10 +19,24 @@ import type { StoredOutcome } from "../store/store.ts";
 import { requestClient } from "./connection-limits.ts";
 import type { RequestVariables } from "./request-context.ts";
 import { respond } from "./response-headers.ts";
+import { decodeV1Payment, paymentRequiredBody, v1Answer } from "./x402-v1.ts";
+
+/** How a paid call's payment is written: x402 v2 (PAYMENT-SIGNATURE) or v1 (X-PAYMENT, x402-v1.ts). */
+interface Dialect {
+  /** The door's name for the revenue metric. */
+  door: string;
+  decode(header: string, terms: PaymentTerms): PaymentPayload | { unreadable: string };
+  /** The answer as this dialect's client reads it (the ledger keeps v2). */
+  render(answer: StoredOutcome): StoredOutcome;
+}
+
+const V2: Dialect = { door: "http", decode: decodePayment, render: (answer) => answer };
+const V1: Dialect = { door: "http-x402-v1", decode: decodeV1Payment, render: v1Answer };
 
 /**
- * The HTTP door to the payment gate (x402 v2 over HTTP): reads the payment, the download token and the
- * client from the request, asks the gate, and writes its outcome as status codes and headers.
+ * The HTTP door to the payment gate (x402 v2 over HTTP, and v1 for its clients: x402-v1.ts): reads the
+ * payment, the download token and the client from the request, asks the gate, and writes its outcome as
+ * status codes and headers in the dialect the payment came in.
  */
 export function paidRoute(options: {
   gate: PaymentGate;
@@ -37,28 +53,33 @@ export function paidRoute(options: {
   // The 402 of a call without payment is the same bytes every time: encoded once.
   const unpaid = unpaidAnswer(terms);
   return async (c, input, handler) => {
-    const header = c.req.header(PAYMENT_SIGNATURE_HEADER);
+    const v2Header = c.req.header(PAYMENT_SIGNATURE_HEADER);
+    const v1Header = v2Header ? undefined : c.req.header(X_PAYMENT_HEADER);
+    const header = v2Header ?? v1Header;
+    const dialect = v1Header ? V1 : V2;
     // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
     if (!header) await handler.admit?.();
     const requestId = c.get("requestId");
     // A call without payment gets the terms at once: nothing of the request is read for it (the 402 is hot).
     const requestLog = header ? log.child({ requestId, operation: operation.id }) : log;
+    const decoded = header ? dialect.decode(header, terms) : undefined;
+    const identifier = decoded && !("unreadable" in decoded) ? paymentIdentifierOf(decoded) : {};
     const request: PaidRequest = {
       operation,
       terms,
       input,
-      payment: header ? decodePayment(header) : undefined,
+      payment: "unreadable" in identifier ? identifier : decoded,
+      paymentIdentifier: "id" in identifier ? identifier.id : undefined,
       requestId,
       log: requestLog,
-      // This is the HTTP door; an MCP or x402 v1 door passes its own name (revenue by door in /metrics).
-      door: "http",
+      door: dialect.door,
       downloadToken: header ? c.req.header(DOWNLOAD_TOKEN_HEADER) : undefined,
       client: header ? requestClient(c) : undefined,
       run: ({ paymentKey, payer }) =>
         handler.handle(input, { requestId, log: requestLog, now, paymentKey, payer }),
       onFinal: handler.paymentFinal?.bind(handler),
     };
-    const answer = httpAnswer(await gate.handle(request), operation.path, unpaid);
+    const answer = dialect.render(httpAnswer(await gate.handle(request), operation.path, unpaid));
     // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
     return answer.file
       ? fileResponse({ ...answer, file: answer.file }, c.req.raw)
@@ -92,10 +113,13 @@ export function httpAnswer(outcome: GateOutcome, instance: string, unpaid?: Stor
   }
 }
 
-/** 402 for a call that carries no payment: the route's terms, as header and as problem+json body. */
+/**
+ * 402 for a call that carries no payment: the route's terms, as the v2 header and as a problem+json body
+ * a v1 client can pay from (paymentRequiredBody).
+ */
 function unpaidAnswer(terms: PaymentTerms): StoredOutcome {
   const { amount, asset, network, payTo } = terms.requirements;
-  const detail = `pay ${amount} atomic units of ${asset} on ${network} to ${payTo} with x402 v2 (send the ${PAYMENT_SIGNATURE_HEADER} header)`;
+  const detail = `pay ${amount} atomic units of ${asset} on ${network} to ${payTo} with x402 v2 (send the ${PAYMENT_SIGNATURE_HEADER} header) or x402 v1 (the ${X_PAYMENT_HEADER} header)`;
   return {
     status: 402,
     headers: {
@@ -105,7 +129,7 @@ function unpaidAnswer(terms: PaymentTerms): StoredOutcome {
     },
     body: JSON.stringify({
       ...Problem.of("payment-required", detail).body(),
-      ...terms.paymentRequired,
+      ...paymentRequiredBody(terms.paymentRequired),
     }),
   };
 }

@@ -45,9 +45,13 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
 /** The body's bytes, cut at `limit` (413) whether or not a length was declared. */
 async function readBodyBytes(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+  if (declared !== null) {
+    if (Number(declared) > limit) throw tooLarge(limit);
+    // Read whole, straight from the socket: touching `request.body` first would make
+    // @hono/node-server build a web Request and ReadableStream (most of an unpaid 402's CPU).
+    return new Uint8Array(await request.arrayBuffer());
+  }
   if (!request.body) return new Uint8Array(0);
-  if (declared !== null) return new Uint8Array(await request.arrayBuffer());
   return readCounting(request.body, limit);
 }
 

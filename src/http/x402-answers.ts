@@ -9,10 +9,11 @@ import type { KeptAnswers } from "../payments/resource-server/paid-request.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
 import type { StoredOutcome } from "../store/store.ts";
+import { paymentRequiredBody } from "./x402-v1.ts";
 
 /**
  * x402 v2 over HTTP, as the ledger keeps answers: a refused payment is a 402 whose PAYMENT-REQUIRED
- * header repeats the terms with the reason; a settled answer carries its receipt in PAYMENT-RESPONSE;
+ * header repeats the terms with the reason (and whose body a v1 client reads, x402-v1.ts); a settled answer carries its receipt in PAYMENT-RESPONSE;
  * a sold download's token is its x-download-token header.
  */
 export const x402HttpAnswers: KeptAnswers = {
@@ -23,7 +24,7 @@ export const x402HttpAnswers: KeptAnswers = {
         [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired),
         "cache-control": "no-store",
       },
-      extensions: { reason, ...paymentRequired },
+      extensions: { reason, ...paymentRequiredBody(paymentRequired) },
     });
   },
   withReceipt: (answer: StoredOutcome, settlement: SettleResponse): StoredOutcome => ({

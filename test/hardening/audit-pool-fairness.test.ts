@@ -154,10 +154,7 @@ describe("the audit pool under catastrophic patterns (real audit workers)", () =
 });
 
 describe("fair shares of the worker pool (stand-in worker: exact timings)", () => {
-  const FAKE_WORKER = new URL(
-    "../../src/operations/openapi-audit/test-workers/fake-worker.mjs",
-    import.meta.url,
-  );
+  const FAKE_WORKER = new URL("../helpers/audit-workers/fake-worker.mjs", import.meta.url);
   const slow = (label: string, delay = 150): AuditJob => ({
     document: { openapi: label, "x-delay": delay } as ContractDocument,
     openapi: label,

@@ -7,8 +7,8 @@ import { openapiAudit, runAudit } from "./index.ts";
 import { AuditPool, type AuditPoolOptions, closeSharedAuditPool } from "./pool.ts";
 import { OpenApiAuditRequest } from "./schema.ts";
 
-const FAKE_WORKER = new URL("./test-workers/fake-worker.mjs", import.meta.url);
-const BROKEN_WORKER = new URL("./test-workers/broken-worker.mjs", import.meta.url);
+const FAKE_WORKER = new URL("../../../test/helpers/audit-workers/fake-worker.mjs", import.meta.url);
+const BROKEN_WORKER = new URL("../../../test/helpers/audit-workers/broken-worker.mjs", import.meta.url);
 
 const pools: AuditPool[] = [];
 const pool = (options: Partial<AuditPoolOptions> = {}) => {

@@ -51,6 +51,16 @@ describe("a presented payment checked against the route's terms (no I/O)", () =>
     expect(rejection(identify(change(payment())))).toBe(expected);
   });
 
+  it("a payment signed for the operation's other door (its MCP tool) pays here when the terms name that door", () => {
+    const signedFor = (url: string) => ({ ...payment(), resource: { url } }) as PaymentPayload;
+    const bothDoors = { ...request, terms: { ...standInTerms, alsoNamed: ["mcp://tool/csv-cleanup"] } };
+    const check = (req: typeof request, url: string) =>
+      rejection(identifyPayment(req, signedFor(url), matches));
+    expect(check(bothDoors, "mcp://tool/csv-cleanup")).toBe("accepted");
+    expect(check(bothDoors, "mcp://tool/unit-convert")).toBe("resource_mismatch");
+    expect(check(request, "mcp://tool/csv-cleanup")).toBe("resource_mismatch");
+  });
+
   it("the same payment has one key whatever its case; the request fingerprint tells inputs apart", () => {
     const first = identify(payment()) as PaymentIdentity;
     const upper = withAuthorization(payment(), {

@@ -85,9 +85,11 @@ export function identifyPayment(
     };
   }
   // A payment names the resource it was signed for (x402 v2 echoes the 402's `resource`): it pays for
-  // that route only, not for another one that happens to cost the same.
+  // that operation only, not for another one that happens to cost the same. Another door's name for the
+  // same operation will do (its HTTP route, its MCP tool): a payment made through one replays through the other.
   const named = payment.resource?.url;
-  if (named !== undefined && routeOf(named) !== routeOf(terms.paymentRequired.resource.url)) {
+  const names = [terms.paymentRequired.resource.url, ...(terms.alsoNamed ?? [])];
+  if (named !== undefined && !names.some((name) => routeOf(name) === routeOf(named))) {
     return {
       reason: "resource_mismatch",
       message: `the payment was signed for ${routeOf(named) ?? "another resource"}, not ${operation.path}; sign a payment for this route`,

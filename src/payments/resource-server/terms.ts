@@ -35,7 +35,18 @@ export interface PaymentTerms {
    * /.well-known/x402 lists it. The 402 carries the compact one (`paymentRequired.extensions`).
    */
   discovery: Record<string, unknown>;
+  /**
+   * The same operation's resource at its other doors (the HTTP route's URL, the MCP tool's): a payment
+   * signed for any of them pays for this one too, so that it replays through either door.
+   */
+  alsoNamed?: readonly string[];
 }
+
+/**
+ * The resource URL under which an operation is sold as an MCP tool: the x402 MCP transport names a tool
+ * `mcp://tool/<name>` (coinbase/x402 specs/transports-v2/mcp.md), and the tool's name is the operation id.
+ */
+export const mcpToolResource = (operation: Pick<AnyOperation, "id">) => `mcp://tool/${operation.id}`;
 
 export function paymentRequirements(operation: AnyOperation, settings: PaymentSettings): PaymentRequirements {
   return {
@@ -165,5 +176,5 @@ export async function buildPaymentTerms(
     );
   }
   const discovery = resourceServer.enrichExtensions(bazaarDeclaration(operation), context);
-  return { requirements, paymentRequired, header, discovery };
+  return { requirements, paymentRequired, header, discovery, alsoNamed: [mcpToolResource(operation)] };
 }

@@ -1,0 +1,98 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Hono } from "hono";
+import type { Logger } from "pino";
+import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
+import { JOB_STATUS_PATH } from "../catalog/registry.ts";
+import { SERVICE } from "../catalog/service.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../http/read-input.ts";
+import type { PaymentGate } from "../payments/resource-server/gate.ts";
+import type { PaymentTerms } from "../payments/resource-server/terms.ts";
+import { invalidRequest } from "../problem.ts";
+import { GET_JOB_TOOL, MCP_PATH } from "./endpoint.ts";
+import { paidTool } from "./paid-tool.ts";
+import type { McpSessions } from "./sessions.ts";
+import { problemResult, storedResult } from "./tool-results.ts";
+import { toolTerms } from "./tool-terms.ts";
+import { type ToolHandler, toolTable } from "./tools.ts";
+
+/**
+ * The largest request the endpoint reads: a tool's arguments up to the routes' default body limit and the
+ * JSON-RPC envelope with its payment. The SDK parses a request on the main thread, so larger inputs
+ * (json-diff takes up to 8 MiB) go to the HTTP route, which parses them in a worker.
+ */
+export const MCP_MAX_REQUEST_BYTES = DEFAULT_MAX_BODY_BYTES + 64 * 1024;
+
+/** What the MCP door needs of the service (a part of buildApp's services). */
+export interface McpDoorServices {
+  operations: readonly AnyOperation[];
+  started: ReadonlyMap<string, StartedOperation<unknown, unknown>>;
+  termsById: ReadonlyMap<string, PaymentTerms>;
+  gate: PaymentGate;
+  log: Logger;
+  now?: () => Date;
+}
+
+const INSTRUCTIONS =
+  `${SERVICE.name}: ${SERVICE.description} Every tool but ${GET_JOB_TOOL} is paid per call with x402 v2 (scheme exact, ` +
+  "USDC): call a tool without payment to get its terms (isError, structuredContent = PaymentRequired), sign them " +
+  'with an x402 client and call again with the PaymentPayload in params._meta["x402/payment"]; the receipt is in ' +
+  'the result\'s _meta["x402/payment-response"]. Invalid arguments and failed calls are never charged. The ZIP ' +
+  "products are sold over HTTP only (see /catalog.json).";
+
+/**
+ * Mounts the MCP endpoint (Streamable HTTP) at /mcp: every tool generated from the registry, each paid
+ * through the same gate as its HTTP route (paid-tool.ts), plus the free get_job tool.
+ */
+export function mountMcp<E extends object>(
+  app: Hono<E>,
+  services: McpDoorServices,
+  sessions: McpSessions,
+): void {
+  const { gate, log, termsById, started } = services;
+  const now = services.now ?? (() => new Date());
+  const termsOf = new Map<string, PaymentTerms>();
+  const terms = (operation: AnyOperation) => {
+    let known = termsOf.get(operation.id);
+    if (!known) {
+      known = toolTerms(operation, termsById.get(operation.id) as PaymentTerms);
+      termsOf.set(operation.id, known);
+    }
+    return known;
+  };
+  // The free tool reads a job through its route (GET /v1/jobs/{id}): one answer, whichever door asks.
+  const getJob: ToolHandler = async (call) => {
+    const id = call.arguments?.id;
+    if (typeof id !== "string") {
+      return problemResult(invalidRequest([{ pointer: "/id", message: "must be a UUID" }]).body());
+    }
+    const response = await app.request(JOB_STATUS_PATH.replace("{id}", encodeURIComponent(id)));
+    return storedResult({ status: response.status, headers: {}, body: await response.text() }, false);
+  };
+  const tools = toolTable(
+    services.operations,
+    terms,
+    (operation) =>
+      paidTool({ gate, operation, terms: terms(operation), handler: started.get(operation.id), log, now }),
+    getJob,
+  );
+  const createServer = () => {
+    const server = new Server(
+      { name: SERVICE.name, version: "1.0.0" },
+      { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: tools.list }));
+    server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
+      const handler = tools.handlers.get(params.name);
+      if (!handler) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`);
+      return handler(params);
+    });
+    return server;
+  };
+  app.all(MCP_PATH, (c) => sessions.handle(c.req.raw, createServer, MCP_MAX_REQUEST_BYTES));
+}

@@ -1,0 +1,295 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { decodePaymentSignatureHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
+import { createPublicClient, http, parseAbiItem } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineOperation } from "../../src/catalog/operation.ts";
+import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { createPayer } from "../../src/client/paying-fetch.ts";
+import { BASE_USDC_ADDRESS } from "../../src/config.ts";
+import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
+import { humanoidFmeaQuery } from "../../src/operations/humanoid-fmea-query/index.ts";
+import { jsonDiff } from "../../src/operations/json-diff/index.ts";
+import { unitConvert } from "../../src/operations/unit-convert/index.ts";
+import { Problem } from "../../src/problem.ts";
+import { openStore } from "../../src/store/open-store.ts";
+import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+import { callTool, connectMcp, payTool, type ToolPayer, termsOf, toolPayer } from "./paying-mcp-client.ts";
+
+// An operation that fails after its payment was verified (its upstream is down): never charged.
+const upstreamDown = defineOperation({
+  ...unitConvert,
+  id: "test-upstream-down",
+  path: "/v1/test-upstream-down",
+  priceUsd: "0.02",
+  handler: async () => {
+    throw Problem.of("upstream-unavailable", "the upstream did not answer");
+  },
+});
+
+const TRANSFER = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
+
+const PRICES = {
+  "json-diff": 10_000n,
+  "unit-convert": 10_000n,
+  "humanoid-fmea-query": 50_000n,
+  "csv-cleanup": 2_000_000n,
+};
+
+describe("the MCP door: every operation a paid tool (official MCP SDK client, official x402 client)", () => {
+  let service: TestService;
+  let client: Client;
+  let balanceOf: ReturnType<typeof usdcBalances>;
+  const payer: ToolPayer = toolPayer(devPrivateKey(3));
+
+  beforeAll(async () => {
+    service = await startTestService(
+      {},
+      { operations: [jsonDiff, unitConvert, humanoidFmeaQuery, csvCleanup, upstreamDown] },
+    );
+    balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+    client = await connectMcp(service.url);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await service?.stop();
+  });
+
+  const settledRows = async () => {
+    const store = await openStore(service.config.database);
+    try {
+      const rows = await store.paymentCounts();
+      return rows.filter((row) => row.state === "settled").reduce((sum, row) => sum + row.count, 0);
+    } finally {
+      await store.close();
+    }
+  };
+
+  it("lists every sync operation as a tool named by its id, with its schemas and price, and the free get_job", async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(
+      [
+        "csv-cleanup",
+        "get_job",
+        "humanoid-fmea-query",
+        "json-diff",
+        "test-upstream-down",
+        "unit-convert",
+      ].sort(),
+    );
+    const diff = tools.find((tool) => tool.name === "json-diff");
+    expect(diff?.inputSchema.required).toEqual(["before", "after"]);
+    expect(diff?.description).toContain("Price: USD 0.01 per call");
+    expect(diff?._meta?.["utility402/price"]).toMatchObject({ usd: "0.01", amount: "10000" });
+    expect(diff?.outputSchema?.type).toBe("object");
+  });
+
+  it("an unpaid call answers the terms in the x402 MCP shape: isError, PaymentRequired, the x402/error wrapper", async () => {
+    const result = await callTool(client, "json-diff", { before: { a: 1 }, after: { a: 2 } });
+    const terms = termsOf(result);
+    expect(terms.resource.url).toBe("mcp://tool/json-diff");
+    expect(terms.accepts[0]).toMatchObject({ scheme: "exact", network: "eip155:8453", amount: "10000" });
+    const wrapped = JSON.parse((result.content[0] as { text: string }).text);
+    expect(wrapped["x402/error"]).toMatchObject({ code: 402, data: { x402Version: 2 } });
+    // A call without arguments is a probe for the price, as a route's call without a body.
+    expect(termsOf(await callTool(client, "csv-cleanup")).accepts[0]?.amount).toBe("2000000");
+  });
+
+  it("bad arguments are a tool error naming the field by the route's JSON Pointer, before any payment, never charged", async () => {
+    const before = await balanceOf(payer.address);
+    const bad = { rows: [{ id: 1 }], keyColumns: [], surprise: true };
+    const result = await callTool(client, "csv-cleanup", bad);
+    expect(result.isError).toBe(true);
+    const http = await (await fetch(`${service.url}/v1/csv-cleanup`, jsonPost(bad))).json();
+    expect(http.status).toBe(400);
+    expect(result.structuredContent).toMatchObject({ status: 400, errors: http.errors });
+    expect(http.errors.length).toBeGreaterThan(0);
+    // With a payment too: refused before the payment is looked at.
+    const terms = termsOf(await callTool(client, "csv-cleanup", { rows: [{ id: "a" }] }));
+    const paid = await callTool(client, "csv-cleanup", bad, await payer.sign(terms));
+    expect(paid.structuredContent).toMatchObject({ status: 400, errors: http.errors });
+    expect(await balanceOf(payer.address)).toBe(before);
+  });
+
+  it("pays three tools on the local chain: each charged once, the receipt in _meta, the result structured", async () => {
+    const calls = [
+      { name: "json-diff", args: { before: { a: 1 }, after: { a: 2, b: [1] } } },
+      { name: "unit-convert", args: unitConvert.example.input as Record<string, unknown> },
+      { name: "humanoid-fmea-query", args: humanoidFmeaQuery.example.input as Record<string, unknown> },
+    ] as const;
+    for (const { name, args } of calls) {
+      const [payerBefore, payToBefore, rowsBefore] = [
+        await balanceOf(payer.address),
+        await balanceOf(service.payTo),
+        await settledRows(),
+      ];
+      const { result } = await payTool(client, payer, name, args);
+      expect(result.isError, JSON.stringify(result).slice(0, 400)).toBeFalsy();
+      const receipt = result._meta?.["x402/payment-response"] as { success: boolean; transaction: string };
+      expect(receipt).toMatchObject({ success: true, network: "eip155:8453" });
+      expect(receipt.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(result.structuredContent).toEqual(JSON.parse((result.content[0] as { text: string }).text));
+      const price = PRICES[name];
+      expect(await balanceOf(payer.address)).toBe(payerBefore - price);
+      expect(await balanceOf(service.payTo)).toBe(payToBefore + price);
+      await expect.poll(settledRows).toBe(rowsBefore + 1);
+    }
+  });
+
+  it("a payment made through MCP replays through HTTP charged nothing, and one made through HTTP replays through MCP", async () => {
+    const args = { before: { n: 1 }, after: { n: 2 } };
+    const { result, payment } = await payTool(client, payer, "json-diff", args);
+    expect(result.isError).toBeFalsy();
+    const [payerAfterPaying, payToAfterPaying] = [
+      await balanceOf(payer.address),
+      await balanceOf(service.payTo),
+    ];
+    // The same payment, the same request, through the route: the kept answer, nothing charged.
+    const viaHttp = await fetch(
+      `${service.url}/v1/json-diff`,
+      jsonPost(args, { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(payment) }),
+    );
+    expect(viaHttp.status).toBe(200);
+    expect(viaHttp.headers.get("x-payment-replayed")).toBe("true");
+    expect(await viaHttp.json()).toEqual(result.structuredContent);
+    // The same payment for another request, through either door: 409, never a second charge.
+    const other = { before: { n: 1 }, after: { n: 3 } };
+    const conflict = await callTool(client, "json-diff", other, payment);
+    expect(conflict.structuredContent).toMatchObject({ status: 409 });
+    expect(await balanceOf(payer.address)).toBe(payerAfterPaying);
+    expect(await balanceOf(service.payTo)).toBe(payToAfterPaying);
+
+    // The other way round: paid through the route by the official @x402/fetch client, replayed as a tool.
+    const httpPayer = createPayer(devPrivateKey(4));
+    const url = `${service.url}/v1/json-diff`;
+    const headers = await httpPayer.signPayment(await fetch(url, jsonPost(other)));
+    const paid = await fetch(url, jsonPost(other, headers));
+    expect(paid.status).toBe(200);
+    const httpBody = await paid.json();
+    const httpPayerAfter = await balanceOf(httpPayer.address);
+    const replayed = await callTool(
+      client,
+      "json-diff",
+      other,
+      decodePaymentSignatureHeader(headers["PAYMENT-SIGNATURE"] as string),
+    );
+    expect(replayed.isError).toBeFalsy();
+    expect(replayed._meta?.["utility402/replayed"]).toBe(true);
+    expect(replayed._meta?.["x402/payment-response"]).toMatchObject({ success: true });
+    expect(replayed.structuredContent).toEqual(httpBody);
+    expect(await balanceOf(httpPayer.address)).toBe(httpPayerAfter);
+  });
+
+  it("a tool whose work fails is a tool error and charges nothing (the payment is released)", async () => {
+    const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
+    const { result } = await payTool(client, payer, "test-upstream-down", { value: 1, from: "m", to: "ft" });
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ status: 502, detail: "the upstream did not answer" });
+    expect(await balanceOf(payer.address)).toBe(payerBefore);
+    expect(await balanceOf(service.payTo)).toBe(payToBefore);
+    const store = await openStore(service.config.database);
+    try {
+      const rows = await store.paymentCounts();
+      expect(rows.find((row) => row.operationId === "test-upstream-down")).toMatchObject({
+        state: "released",
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("32 concurrent paid tool calls: ledger = on-chain transfers = delivered results", async () => {
+    const payers = Array.from({ length: 8 }, (_, i) => toolPayer(devPrivateKey(i + 2)));
+    const clients = await Promise.all(Array.from({ length: 4 }, () => connectMcp(service.url)));
+    try {
+      const calls = await Promise.all(
+        Array.from({ length: 32 }, async (_, i) => {
+          const args = { before: { call: i }, after: { call: i, concurrent: true } };
+          const terms = termsOf(await callTool(clients[i % 4] as Client, "json-diff", args));
+          return {
+            args,
+            payment: await (payers[i % payers.length] as ToolPayer).sign(terms),
+            client: clients[i % 4],
+          };
+        }),
+      );
+      const chain = createPublicClient({ transport: http(service.localChain?.rpcUrl) });
+      const [fromBlock, rowsBefore, payToBefore] = [
+        (await chain.getBlockNumber({ cacheTime: 0 })) + 1n,
+        await settledRows(),
+        await balanceOf(service.payTo),
+      ];
+      const results = await Promise.all(
+        calls.map(({ args, payment, client }) => callTool(client as Client, "json-diff", args, payment)),
+      );
+      const delivered = results.filter(
+        (result) =>
+          !result.isError && (result._meta?.["x402/payment-response"] as { success?: boolean })?.success,
+      );
+      expect(delivered).toHaveLength(32);
+      await expect.poll(settledRows).toBe(rowsBefore + 32);
+      const transfers = await chain.getLogs({
+        address: BASE_USDC_ADDRESS,
+        event: TRANSFER,
+        args: { to: service.payTo },
+        fromBlock,
+        toBlock: await chain.getBlockNumber({ cacheTime: 0 }),
+      });
+      expect(transfers).toHaveLength(32);
+      expect(
+        new Set(
+          delivered.map((r) => (r._meta?.["x402/payment-response"] as { transaction: string }).transaction),
+        ),
+      ).toEqual(new Set(transfers.map((log) => log.transactionHash)));
+      expect(await balanceOf(service.payTo)).toBe(payToBefore + 32n * PRICES["json-diff"]);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  });
+
+  it("labels the revenue of tool calls with the mcp door in /metrics", async () => {
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/operation="json-diff",door="mcp"\} \d+/);
+  });
+
+  it("the endpoint is listed, from the registry, in /openapi.json, /catalog.json, /.well-known/x402, llms.txt and a SKILL.md", async () => {
+    const get = async (path: string) => (await fetch(service.url + path)).json();
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    const mcpUrl = `${service.url}/mcp`;
+
+    const openapi = await get("/openapi.json");
+    expect(openapi.info.description).toContain(mcpUrl);
+    expect(openapi["x-mcp"]).toMatchObject({ url: mcpUrl, transport: "streamable-http" });
+
+    const catalog = await get("/catalog.json");
+    expect(catalog.mcp).toMatchObject({ url: mcpUrl, transport: "streamable-http" });
+    expect(catalog.mcp.tools.map((tool: { name: string }) => tool.name)).toEqual(names);
+
+    const manifest = await get("/.well-known/x402");
+    expect(manifest.mcp.url).toBe(mcpUrl);
+    expect(manifest.mcp.items.map((item: { toolName: string }) => item.toolName)).toEqual(
+      names.filter((name) => name !== "get_job"),
+    );
+    for (const item of manifest.mcp.items) {
+      expect(item.resource).toBe(`mcp://tool/${item.toolName}`);
+      // The terms a tool call answers with are the manifest's.
+      const terms = termsOf(await callTool(client, item.toolName));
+      expect(terms.accepts).toEqual(item.accepts);
+      expect(terms.extensions?.bazaar).toEqual(item.extensions.bazaar);
+      expect(validateDiscoveryExtension(item.extensions.bazaar).valid, item.toolName).toBe(true);
+      expect(item.extensions.bazaar.info.input).toMatchObject({ type: "mcp", toolName: item.toolName });
+    }
+
+    const llms = await (await fetch(`${service.url}/llms.txt`)).text();
+    expect(llms).toContain(mcpUrl);
+
+    const skills = await get("/.well-known/agent-skills/index.json");
+    const skill = skills.skills.find((entry: { name: string }) => entry.name === "mcp");
+    expect(skill.url).toBe(catalog.mcp.skill);
+    const markdown = await (await fetch(skill.url)).text();
+    expect(markdown).toContain(`claude mcp add --transport http utility402 ${mcpUrl}`);
+    expect(markdown).toContain('"x402/payment"');
+    for (const name of names) expect(markdown).toContain(`\`${name}\``);
+  });
+});

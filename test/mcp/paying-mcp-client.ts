@@ -1,0 +1,70 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { x402Client } from "@x402/core/client";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { privateKeyToAccount } from "viem/accounts";
+
+/**
+ * An MCP client made only of official parts: the SDK's Client over its Streamable HTTP transport, and an
+ * x402 payer from @x402/core and @x402/evm (as src/client/paying-fetch.ts builds the HTTP one).
+ */
+export async function connectMcp(baseUrl: string): Promise<Client> {
+  const client = new Client({ name: "utility402-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`)));
+  return client;
+}
+
+export interface ToolPayer {
+  address: `0x${string}`;
+  /** Signs the terms a tool answered with: the PaymentPayload for `_meta["x402/payment"]`. */
+  sign(paymentRequired: PaymentRequired): Promise<PaymentPayload>;
+}
+
+export function toolPayer(privateKey: `0x${string}`, maxUsdPerPayment = "$100"): ToolPayer {
+  const account = privateKeyToAccount(privateKey);
+  const client = x402Client.fromConfig({
+    schemes: [],
+    spendControls: { maxAmountPerPayment: maxUsdPerPayment },
+  });
+  registerExactEvmScheme(client, { signer: account });
+  return {
+    address: account.address,
+    sign: (paymentRequired) => client.createPaymentPayload(paymentRequired),
+  };
+}
+
+export type ToolResult = CallToolResult & { structuredContent?: Record<string, unknown> };
+
+/** Calls a tool with a payment (or none) in `_meta["x402/payment"]`. */
+export const callTool = (
+  client: Client,
+  name: string,
+  args?: Record<string, unknown>,
+  payment?: PaymentPayload,
+) =>
+  client.callTool({
+    name,
+    ...(args === undefined ? {} : { arguments: args }),
+    ...(payment === undefined ? {} : { _meta: { "x402/payment": payment } }),
+  }) as Promise<ToolResult>;
+
+/** The terms of an unpaid call: the PaymentRequired in structuredContent (the x402 MCP transport). */
+export function termsOf(result: ToolResult): PaymentRequired {
+  if (!result.isError || result.structuredContent?.x402Version !== 2) {
+    throw new Error(`expected the tool's payment terms, got ${JSON.stringify(result).slice(0, 500)}`);
+  }
+  return result.structuredContent as unknown as PaymentRequired;
+}
+
+/** One paid call as an x402 MCP client makes it: unpaid for the terms, then again with the signed payment. */
+export async function payTool(
+  client: Client,
+  payer: ToolPayer,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ result: ToolResult; payment: PaymentPayload }> {
+  const payment = await payer.sign(termsOf(await callTool(client, name, args)));
+  return { result: await callTool(client, name, args, payment), payment };
+}
