@@ -149,14 +149,32 @@ const isBodylessProbe = (request: Request, operation: AnyOperation) =>
 /** Hono path syntax for a registry path ("/v1/jobs/{id}" → "/v1/jobs/:id"). */
 const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
 
-export function buildApp(services: AppServices): Hono<Env> {
-  const { operations, freeRoutes, termsById, documents, gate, store, metrics, log } = services;
-  const now = services.now ?? (() => new Date());
-  // Every route is one the regular-expression router takes (see the skill files below). A route it
+type App = Hono<Env>;
+
+/**
+ * The HTTP app, one named step after another. Routes are matched in the order the steps add them:
+ * the probes and documents, the job status, the free routes, one paid route per operation (products
+ * among them), the MCP door, then the 405s for known paths and the error answers.
+ */
+export function buildApp(services: AppServices): App {
+  // Every route is one the regular-expression router takes (see the skill files in addDocuments). A route it
   // cannot take makes it throw (when added or first matched) instead of Hono silently falling back
   // to a slower router for every route.
-  const app = new Hono<Env>({ router: new RegExpRouter() });
+  const app: App = new Hono<Env>({ router: new RegExpRouter() });
+  useRequestContext(app, services);
+  addProbes(app, services);
+  addDocuments(app, services);
+  addJobStatus(app, services);
+  addFreeRoutes(app, services);
+  addPaidRoutes(app, services);
+  if (services.mcpSessions) mountMcp(app, services, services.mcpSessions);
+  addWrongMethodAnswers(app, services);
+  answerErrors(app, services);
+  return app;
+}
 
+/** Request id, log and metrics for every request, and CORS (the payment headers readable by browsers). */
+function useRequestContext(app: App, { log, metrics }: AppServices): void {
   const corsHeaders = corsResponseHeaders([
     PAYMENT_REQUIRED_HEADER,
     PAYMENT_RESPONSE_HEADER,
@@ -168,25 +186,28 @@ export function buildApp(services: AppServices): Hono<Env> {
   ]);
   app.use("*", requestContext({ log, metrics, headers: corsHeaders }));
   app.options("*", corsPreflight());
+}
 
+/** /healthz, /readyz and /metrics (also served on HEALTH_PORT). */
+function addProbes(app: App, { isShuttingDown, readiness, metrics }: AppServices): void {
   app.get("/healthz", (c) =>
-    services.isShuttingDown() ? c.json({ status: "shutting-down" }, 503) : c.json({ status: "ok" }),
+    isShuttingDown() ? c.json({ status: "shutting-down" }, 503) : c.json({ status: "ok" }),
   );
   app.get("/readyz", async (c) => {
-    const readiness = await services.readiness();
-    return c.json(
-      { status: readiness.ready ? "ready" : "not-ready", checks: readiness.checks },
-      readiness.ready ? 200 : 503,
-    );
+    const { ready, checks } = await readiness();
+    return c.json({ status: ready ? "ready" : "not-ready", checks }, ready ? 200 : 503);
   });
   app.get("/metrics", async (c) => {
     c.header("content-type", metrics.registry.contentType);
     return c.body(await metrics.registry.metrics());
   });
+}
 
+/** The discovery documents, built at start-up; the catalog and the x402 manifest with live availability. */
+function addDocuments(app: App, { documents, operations, started }: AppServices): void {
   app.get("/openapi.json", (c) => json(c, documents.openapi));
-  app.get("/catalog.json", (c) => json(c, liveCatalog(documents.catalog, services.started)));
-  app.get("/.well-known/x402", (c) => json(c, liveX402(documents.x402, operations, services.started)));
+  app.get("/catalog.json", (c) => json(c, liveCatalog(documents.catalog, started)));
+  app.get("/.well-known/x402", (c) => json(c, liveX402(documents.x402, operations, started)));
   app.get(`${AGENT_SKILLS_PREFIX}/index.json`, (c) => json(c, documents.agentSkills.index));
   app.get(LLMS_TXT_PATH, (c) =>
     respond(c, documents.llmsTxt, { status: 200, headers: { "content-type": "text/plain; charset=utf-8" } }),
@@ -204,7 +225,10 @@ export function buildApp(services: AppServices): Hono<Env> {
       }),
     );
   }
+}
 
+/** A job's state, result and payment (free: the job was paid for when it was queued). */
+function addJobStatus(app: App, { store, gate }: AppServices): void {
   app.get(honoPath(JOB_STATUS_PATH), async (c) => {
     const id = c.req.param("id");
     const parsed = JobIdParam.safeParse(id);
@@ -219,11 +243,19 @@ export function buildApp(services: AppServices): Hono<Env> {
     const payment = record && { record, deadline: gate.jobDeadline(record) };
     return c.json(jobView(job, payment));
   });
+}
 
+/** The registry's free routes. */
+function addFreeRoutes(app: App, { freeRoutes }: AppServices): void {
   for (const route of freeRoutes) {
     app.get(honoPath(route.path), async (c) => json(c, await route.handler()));
   }
+}
 
+/** One paid route per operation: input checked first, then the HTTP door to the payment gate. */
+function addPaidRoutes(app: App, services: AppServices): void {
+  const { operations, termsById, gate, log } = services;
+  const now = services.now ?? (() => new Date());
   for (const operation of operations) {
     const terms = termsById.get(operation.id) as PaymentTerms;
     const paid = paidRoute({ gate, operation, terms, log, now });
@@ -245,10 +277,10 @@ export function buildApp(services: AppServices): Hono<Env> {
       return paid(c, input, handler);
     });
   }
+}
 
-  if (services.mcpSessions) mountMcp(app, services, services.mcpSessions);
-
-  // A known path with the wrong method is a 405 naming the allowed ones, not a 404.
+/** A known path with the wrong method is a 405 naming the allowed ones, not a 404. */
+function addWrongMethodAnswers(app: App, { documents, freeRoutes, operations }: AppServices): void {
   const methodsByPath = new Map<string, string[]>(
     [...FREE_GET_PATHS, ...documents.agentSkills.files.keys(), ...freeRoutes.map((route) => route.path)].map(
       (path) => [path, ["GET"]],
@@ -264,7 +296,10 @@ export function buildApp(services: AppServices): Hono<Env> {
       });
     });
   }
+}
 
+/** 404 for an unknown path; a thrown Problem as problem+json; a store outage as 503; anything else as 500. */
+function answerErrors(app: App, { log }: AppServices): void {
   app.notFound((c) => problemResponse(c, Problem.of("not-found", `nothing at ${c.req.path}`)));
   app.onError((error, c) => {
     if (error instanceof Problem) return problemResponse(c, error, c.req.path);
@@ -284,5 +319,4 @@ export function buildApp(services: AppServices): Hono<Env> {
       c.req.path,
     );
   });
-  return app;
 }

@@ -217,9 +217,10 @@ describe("research and job settings", () => {
         IN_PROCESS_WORKER: "yes",
       }),
     ).toEqual([
-      expect.stringMatching(/^RESEARCH_SEARCH_PROVIDER: /),
+      // The service's own variables first, then each operation's (its settings.ts), then the rules between them.
       "JOB_RETENTION_DAYS: must be at least 7 (results are kept a week)",
       "IN_PROCESS_WORKER: must be true or false",
+      expect.stringMatching(/^RESEARCH_SEARCH_PROVIDER: /),
       "RESEARCH_LLM_MODEL: required when RESEARCH_LLM_BASE_URL is set",
     ]);
   });

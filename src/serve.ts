@@ -4,14 +4,15 @@ import { serve } from "@hono/node-server";
 import { x402ResourceServer } from "@x402/core/server";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
+import type { Hono } from "hono";
 import type { Logger } from "pino";
 import { privateKeyToAccount } from "viem/accounts";
-import { buildApp, type Readiness } from "./app.ts";
+import { buildApp, type Documents, type Readiness } from "./app.ts";
 import { buildAgentSkills } from "./catalog/agent-skills.ts";
 import { buildCatalogDocument } from "./catalog/catalog-document.ts";
 import { buildLlmsTxt } from "./catalog/llms-txt.ts";
 import { buildOpenApiDocument } from "./catalog/openapi.ts";
-import type { AnyOperation, StartedOperation } from "./catalog/operation.ts";
+import type { AnyOperation, OperationEnvironment, StartedOperation } from "./catalog/operation.ts";
 import { FREE_ROUTES, OPERATIONS } from "./catalog/registry.ts";
 import { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
@@ -21,10 +22,9 @@ import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./h
 import { type HealthListener, startHealthListener } from "./http/health-listener.ts";
 import { x402HttpAnswers } from "./http/x402-answers.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
-import type { JobWorker } from "./jobs/worker.ts";
 import { McpSessions } from "./mcp/sessions.ts";
 import { Metrics } from "./metrics.ts";
-import { createPaymentBackend } from "./payments/facilitator/facilitator.ts";
+import { createPaymentBackend, type PaymentBackend } from "./payments/facilitator/facilitator.ts";
 import { PaymentGate } from "./payments/resource-server/gate.ts";
 import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
@@ -34,8 +34,10 @@ import { createAuthorizationChecker } from "./payments/settler/authorization-sta
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
 import { Problem } from "./problem.ts";
+import { ShutdownStack } from "./shutdown-stack.ts";
 import { databaseStartError, listenStartError, rpcStartError } from "./startup-error.ts";
 import { openStore } from "./store/open-store.ts";
+import type { Store } from "./store/store.ts";
 
 export interface RunningService {
   url: string;
@@ -59,6 +61,192 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
     ),
   ]);
 
+type StartOptions = { operations?: readonly AnyOperation[]; clock?: () => number };
+type Started = Map<string, StartedOperation<unknown, unknown>>;
+
+/** What every start-up step is given: the settings, the log, the clock, the stack it pushes its closer on. */
+interface StartContext {
+  config: Config;
+  log: Logger;
+  clock?: () => number;
+  shutdown: ShutdownStack;
+}
+
+/**
+ * The composition root, one named step after another: store, chain, settler, operations, payments,
+ * documents, worker, app, listeners. Each step that opens something pushes its closer on one
+ * shutdown stack as it succeeds; `stop()` and a start-up that fails halfway both close that stack,
+ * so exactly what was opened is closed, the last opened first.
+ */
+export async function startService(
+  config: Config,
+  log: Logger,
+  options: StartOptions = {},
+): Promise<RunningService> {
+  const operations = options.operations ?? OPERATIONS;
+  const shutdown = new ShutdownStack((name, error) =>
+    log.error({ err: error }, `shutdown: closing the ${name} failed`),
+  );
+  const start: StartContext = { config, log, clock: options.clock, shutdown };
+  try {
+    const store = await openServiceStore(start);
+    const chain = await startChain(start);
+    // What the chain lost of the settler's transactions goes to the ledger, a metric and the log.
+    const settlementJournal = journalSettlements(store, log, chain.inProcess);
+    shutdown.push("settlement journal", () => settlementJournal.close());
+    const settlerHold = await claimSettlerAccount(start, store);
+    const now = options.clock ? () => new Date((options.clock as () => number)()) : () => new Date();
+    const env = { config, log, now, store, localChain: chain.localChain };
+    const started = await startOperations(start, operations, env, chain.rpcUrl);
+    const backend = await connectPaymentBackend(config.payment, chain, settlementJournal.journal);
+    const resourceServer = new x402ResourceServer(backend.facilitator)
+      .register(config.payment.network, new ExactEvmScheme())
+      .registerExtension(bazaarResourceServerExtension);
+    const { termsById, documents } = await describeOperations(
+      config,
+      chain.payTo,
+      resourceServer,
+      operations,
+      started,
+    );
+    const mcpSessions = openMcpSessions(start);
+    const metrics = new Metrics({ jobs: store.jobs });
+    settlementJournal.registerMetrics(metrics.registry);
+    const payments = startPayments(
+      start,
+      { store, metrics, resourceServer, chainRpc: chain.rpcUrl },
+      operations,
+      termsById,
+    );
+    await startInProcessWorker(start, store, operations, started, payments);
+
+    let shuttingDown = false;
+    const isShuttingDown = () => shuttingDown;
+    const readiness = checkReadiness({
+      config,
+      store,
+      backend,
+      started,
+      settlerHold,
+      isShuttingDown,
+      clock: options.clock,
+    });
+    const app = buildApp({
+      operations,
+      started,
+      freeRoutes: FREE_ROUTES,
+      termsById,
+      documents,
+      gate: payments.gate,
+      store,
+      metrics,
+      log,
+      readiness,
+      isShuttingDown,
+      mcpSessions,
+    });
+    // The probes' own listener first: a port in use stops the start before the public port opens.
+    const health = await openHealthListener(start, app);
+    const port = await listen(start, app, payments.gate);
+
+    // Learn the facilitator's capabilities now; a facilitator that is down at start is retried per call.
+    await resourceServer
+      .initialize()
+      .catch((error) => log.warn({ err: error }, "facilitator not reachable yet"));
+
+    let stopping: Promise<void> | undefined;
+    const stop = () => {
+      stopping ??= (async () => {
+        shuttingDown = true;
+        log.info("shutting down: no new connections, finishing in-flight requests");
+        await shutdown.close(config.shutdownTimeoutMs);
+        log.info("stopped");
+      })();
+      return stopping;
+    };
+    log.info(
+      { port, healthPort: health?.port, mode: config.payment.mode, baseUrl: config.baseUrl },
+      "listening",
+    );
+    return {
+      url: config.baseUrl,
+      config,
+      localChain: chain.localChain,
+      payTo: chain.payTo,
+      healthPort: health?.port,
+      stop,
+    };
+  } catch (error) {
+    // Each closer that fails is logged by the stack; the start's own error is the one to report.
+    await shutdown.close(0).catch(() => {});
+    throw error;
+  }
+}
+
+async function openServiceStore({ config, clock, shutdown }: StartContext) {
+  const store = await openStore(config.database, { now: clock }).catch((error) => {
+    throw databaseStartError(error, config.database);
+  });
+  shutdown.push("store", () => store.close());
+  return store;
+}
+
+type InProcessSettlement = NonNullable<Parameters<typeof createPaymentBackend>[1]>;
+
+/** How this instance reaches the chain. */
+interface ChainAccess {
+  /** Local mode: the test chain this service started. */
+  localChain?: LocalChain;
+  /** Local and self modes: the key and RPC this process settles with. */
+  inProcess?: InProcessSettlement;
+  /**
+   * Where the token's record of an authorization is read (RPC_URL is optional in facilitator mode):
+   * unknown outcomes are settled from it, and a job's held payment is never decided without it.
+   */
+  rpcUrl?: string;
+  /** Who receives payments (local mode: the local chain's dev account #1 unless X402_PAY_TO says). */
+  payTo: `0x${string}`;
+}
+
+async function startChain({ config, log, shutdown }: StartContext): Promise<ChainAccess> {
+  const payment = config.payment;
+  if (payment.mode === "local") {
+    const localChain = await startLocalChain({
+      port: config.localChain.port,
+      statePath: config.localChain.statePath,
+      log,
+      dataDir: config.dataDir,
+    });
+    shutdown.push("local chain", () => localChain.stop());
+    const inProcess = { privateKey: devPrivateKey(0), rpcUrl: localChain.rpcUrl, pollingIntervalMs: 50 };
+    const payTo = payment.payTo ?? localChain.accounts.payTo.address;
+    return { localChain, inProcess, rpcUrl: inProcess.rpcUrl, payTo };
+  }
+  const payTo = payment.payTo as `0x${string}`;
+  if (payment.mode === "self") {
+    const inProcess = {
+      privateKey: payment.settlerPrivateKey as `0x${string}`,
+      rpcUrl: payment.rpcUrl as string,
+      pollingIntervalMs: 250,
+    };
+    return { inProcess, rpcUrl: inProcess.rpcUrl, payTo };
+  }
+  return { rpcUrl: payment.rpcUrl, payTo };
+}
+
+/** Self mode: one instance at a time settles with the key (settler-claim.ts). */
+async function claimSettlerAccount(
+  { config, log, shutdown }: StartContext,
+  store: Store,
+): Promise<SettlerHold | undefined> {
+  const payment = config.payment;
+  if (payment.mode !== "self") return undefined;
+  const settler = privateKeyToAccount(payment.settlerPrivateKey as `0x${string}`).address;
+  const hold = await holdSettlerAccount(store, payment.network, settler, log);
+  shutdown.push("settlement key claim", () => hold.release());
+  return hold;
+}
+
 const NO_CHAIN_ACCESS =
   "this service has no chain access (set RPC_URL) to settle a job's held payment when its result is ready";
 
@@ -80,303 +268,275 @@ function withoutChainAccess(
   };
 }
 
-/** The composition root: chain, store, payments, documents, HTTP server. */
-export async function startService(
-  config: Config,
-  log: Logger,
-  options: { operations?: readonly AnyOperation[]; clock?: () => number } = {},
-): Promise<RunningService> {
-  const operations = options.operations ?? OPERATIONS;
-  const payment = config.payment;
-  let localChain: LocalChain | undefined;
-  let payTo = payment.payTo;
-  let inProcess: Parameters<typeof createPaymentBackend>[1];
-
-  if (payment.mode === "local") {
-    localChain = await startLocalChain({
-      port: config.localChain.port,
-      statePath: config.localChain.statePath,
-      log,
-      dataDir: config.dataDir,
-    });
-    payTo ??= localChain.accounts.payTo.address;
-    inProcess = { privateKey: devPrivateKey(0), rpcUrl: localChain.rpcUrl, pollingIntervalMs: 50 };
-  } else if (payment.mode === "self") {
-    inProcess = {
-      privateKey: payment.settlerPrivateKey as `0x${string}`,
-      rpcUrl: payment.rpcUrl as string,
-      pollingIntervalMs: 250,
-    };
-  }
-  const store = await openStore(config.database, { now: options.clock }).catch(async (error) => {
-    await localChain?.stop();
-    throw databaseStartError(error, config.database);
-  });
-  let worker: JobWorker | undefined;
-  let heldPayments: HeldPaymentSettler | undefined;
-  let recovery: RecoverySweeper | undefined;
-  let health: HealthListener | undefined;
-  const started = new Map<string, StartedOperation<unknown, unknown>>();
-  const closeOperations = () =>
+/** Binds each operation to this service (by id); one without a handler or `start` answers 501. */
+async function startOperations(
+  { shutdown }: StartContext,
+  operations: readonly AnyOperation[],
+  env: OperationEnvironment,
+  chainRpc: string | undefined,
+): Promise<Started> {
+  const started: Started = new Map();
+  // Pushed first: an operation that fails to start leaves the ones started before it to be closed.
+  shutdown.push("operations", () =>
     Promise.all([
       ...[...started.values()].map((operation) => operation.close?.()),
       ...operations.map((operation) => operation.close?.()),
-    ]);
-  let settlerHold: SettlerHold | undefined;
-  // What the chain lost of the settler's transactions goes to the ledger, a metric and the log.
-  const settlementJournal = journalSettlements(store, log, inProcess);
-  try {
-    if (payment.mode === "self") {
-      const settler = privateKeyToAccount(payment.settlerPrivateKey as `0x${string}`).address;
-      settlerHold = await holdSettlerAccount(store, payment.network, settler, log);
+    ]),
+  );
+  for (const operation of operations) {
+    if (operation.start) {
+      started.set(operation.id, await operation.start(env));
+    } else if (operation.handler) {
+      started.set(operation.id, { handle: operation.handler });
     }
-    const now = options.clock ? () => new Date((options.clock as () => number)()) : () => new Date();
-    for (const operation of operations) {
-      if (operation.start) {
-        started.set(operation.id, await operation.start({ config, log, now, store, localChain }));
-      } else if (operation.handler) {
-        started.set(operation.id, { handle: operation.handler });
-      }
-    }
-    // Chain reads settle unknown outcomes from the token's own record (RPC_URL is optional in facilitator
-    // mode). A job's held payment is never decided without them: without RPC_URL, async operations say so.
-    const chainRpc = inProcess?.rpcUrl ?? payment.rpcUrl;
-    if (!chainRpc) {
-      for (const operation of operations.filter(holdsPayment)) {
-        const held = started.get(operation.id);
-        if (held) started.set(operation.id, withoutChainAccess(held));
-      }
-    }
-    // `serve` runs a worker of its own unless told not to, when an asynchronous operation is served.
-    if (config.jobs.inProcessWorker && operations.some((operation) => operation.kind === "async")) {
-      worker = createWorker(config, store.jobs, jobHandlers(started), log, options.clock, () =>
-        heldPayments?.wake(),
-      );
-      await worker.start();
-    }
-    const backend = createPaymentBackend(payment, inProcess, settlementJournal.journal);
-    // Self mode settles over RPC_URL: one that does not answer is a reason not to start, said in one line.
-    if (payment.mode === "self") {
-      await withTimeout(backend.probe(), RPC_START_TIMEOUT_MS).catch((error) => {
-        throw rpcStartError(error, payment.rpcUrl as string);
-      });
-    }
-    const resourceServer = new x402ResourceServer(backend.facilitator)
-      .register(payment.network, new ExactEvmScheme())
-      .registerExtension(bazaarResourceServerExtension);
-
-    const settings = { ...payment, payTo: payTo as `0x${string}` };
-    // What each started operation says of itself (the dataset it loaded) is what its terms and documents say.
-    const described = operations.map((operation) => {
-      const own = started.get(operation.id)?.describe;
-      return own ? { ...operation, ...own } : operation;
-    });
-    const termsById = new Map<string, PaymentTerms>();
-    for (const operation of described) {
-      termsById.set(
-        operation.id,
-        await buildPaymentTerms(operation, settings, config.baseUrl, resourceServer),
-      );
-    }
-    const documents = {
-      openapi: buildOpenApiDocument(described, FREE_ROUTES, termsById, config.baseUrl),
-      catalog: buildCatalogDocument(
-        described,
-        FREE_ROUTES,
-        termsById,
-        config.baseUrl,
-        {
-          ...settings,
-          mode: payment.mode,
-        },
-        started,
-      ),
-      x402: buildX402Manifest(described, termsById, config.baseUrl),
-      agentSkills: buildAgentSkills(described, termsById, config.baseUrl),
-      llmsTxt: buildLlmsTxt(described, FREE_ROUTES, config.baseUrl),
-    };
-
-    const metrics = new Metrics({ jobs: store.jobs });
-    settlementJournal.registerMetrics(metrics.registry);
-    const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
-    const gate = new PaymentGate({
-      resourceServer,
-      store,
-      metrics,
-      answers: x402HttpAnswers,
-      authorizations,
-      now: options.clock,
-      settlementTimeoutMs: payment.settlementTimeoutMs,
-      maxHeldPerPayer: config.jobs.maxHeldPerPayer,
-      log: log.child({ component: "payments" }),
-    });
-    // Payments whose owner stopped (a crash) are resolved from the chain without waiting for the client.
-    if (authorizations) {
-      recovery = new RecoverySweeper({
-        store,
-        gate,
-        metrics,
-        log: log.child({ component: "payment-recovery" }),
-        operations: new Map(
-          operations.map((operation) => [
-            operation.id,
-            { operation, terms: termsById.get(operation.id) as PaymentTerms },
-          ]),
-        ),
-        now: options.clock,
-      });
-      recovery.start();
-    } else {
-      log.warn(
-        "without RPC_URL a payment left unfinished by a crash is resolved only when its client retries",
-      );
-    }
-    // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
-    if (authorizations && operations.some(holdsPayment)) {
-      heldPayments = new HeldPaymentSettler({
-        answers: x402HttpAnswers,
-        store,
-        resourceServer,
-        metrics,
-        authorizations,
-        log: log.child({ component: "held-payments" }),
-        settlementTimeoutMs: payment.settlementTimeoutMs,
-        now: options.clock,
-      });
-      heldPayments.start();
-    }
-    let shuttingDown = false;
-    const mcpSessions = new McpSessions(config.mcp, options.clock);
-
-    const readiness = async (): Promise<Readiness> => {
-      const checks: Record<string, string> = {};
-      let ready = !shuttingDown;
-      try {
-        await withTimeout(store.ping(), PROBE_TIMEOUT_MS);
-        checks.store = `ok (${store.kind})`;
-      } catch (error) {
-        ready = false;
-        checks.store = `unavailable: ${(error as Error).message}`;
-      }
-      try {
-        Object.assign(checks, await withTimeout(backend.probe(), PROBE_TIMEOUT_MS));
-      } catch (error) {
-        ready = false;
-        checks[backend.mode === "facilitator" ? "facilitator" : "chain"] =
-          `unavailable: ${(error as Error).message}`;
-      }
-      try {
-        checks.worker = await describeWorkers(store.jobs, (options.clock ?? Date.now)(), config.jobs.leaseMs);
-      } catch (error) {
-        checks.worker = `unknown: ${(error as Error).message}`;
-      }
-      for (const [id, operation] of started) {
-        if (!operation.probe) continue;
-        try {
-          checks[id] = await withTimeout(operation.probe(), PROBE_TIMEOUT_MS);
-        } catch (error) {
-          ready = false;
-          checks[id] = `unavailable: ${(error as Error).message}`;
-        }
-      }
-      if (settlerHold && !settlerHold.held()) {
-        ready = false;
-        checks.settler = "claim lost: another instance may hold this settlement key";
-      }
-      if (shuttingDown) checks.server = "shutting down";
-      return { ready, checks };
-    };
-
-    const app = buildApp({
-      operations,
-      started,
-      freeRoutes: FREE_ROUTES,
-      termsById,
-      documents,
-      gate,
-      store,
-      metrics,
-      log,
-      readiness,
-      isShuttingDown: () => shuttingDown,
-      mcpSessions,
-    });
-
-    // The probes' own listener first: a port in use stops the start before the public port opens.
-    if (config.healthPort !== undefined) {
-      health = await startHealthListener(app.fetch, {
-        host: config.host,
-        port: config.healthPort,
-        limits: config.http,
-        log,
-      });
-    }
-    // Connections capped in all and per client address, tight header/request/keep-alive timeouts, and
-    // requests in flight capped per client (src/http/connection-limits.ts).
-    const server = await new Promise<Server>((resolve, reject) => {
-      const created = serve(
-        {
-          fetch: limitRequestsPerClient(app.fetch, config.http),
-          port: config.port,
-          hostname: config.host,
-          serverOptions: httpServerOptions(config.http),
-        },
-        () => resolve(created as Server),
-      ) as Server;
-      guardConnections(created, config.http, log);
-      created.once("error", (error) => reject(listenStartError(error, config.host, config.port)));
-    });
-    const { port } = server.address() as AddressInfo;
-    const url = config.baseUrl;
-
-    // Learn the facilitator's capabilities now; a facilitator that is down at start is retried per call.
-    await resourceServer
-      .initialize()
-      .catch((error) => log.warn({ err: error }, "facilitator not reachable yet"));
-
-    let stopping: Promise<void> | undefined;
-    const stop = () => {
-      stopping ??= (async () => {
-        shuttingDown = true;
-        log.info("shutting down: no new connections, finishing in-flight requests");
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        // Keep-alive connections become idle as their last response goes out: close them as they do.
-        const sweeper = setInterval(() => server.closeIdleConnections(), 50);
-        server.closeIdleConnections();
-        const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs).unref();
-        await closed;
-        clearInterval(sweeper);
-        await withTimeout(gate.drain(), config.shutdownTimeoutMs).catch(() =>
-          log.error("shutdown: a settlement did not finish in time"),
-        );
-        clearTimeout(deadline);
-        await worker?.stop(config.shutdownTimeoutMs);
-        await heldPayments?.stop();
-        await recovery?.stop();
-        gate.leases.stop();
-        await mcpSessions.close();
-        await closeOperations();
-        await settlerHold?.release();
-        await settlementJournal.close();
-        await localChain?.stop();
-        await health?.close();
-        await store.close();
-        log.info("stopped");
-      })();
-      return stopping;
-    };
-    log.info({ port, healthPort: health?.port, mode: payment.mode, baseUrl: url }, "listening");
-    return { url, config, localChain, payTo: settings.payTo, healthPort: health?.port, stop };
-  } catch (error) {
-    await health?.close();
-    await worker?.stop(0);
-    await heldPayments?.stop();
-    await recovery?.stop();
-    await closeOperations();
-    await settlerHold?.release();
-    await settlementJournal.close();
-    await localChain?.stop();
-    await store.close();
-    throw error;
   }
+  // Without chain reads a job's held payment could never be decided: async operations say so.
+  if (!chainRpc) {
+    for (const operation of operations.filter(holdsPayment)) {
+      const held = started.get(operation.id);
+      if (held) started.set(operation.id, withoutChainAccess(held));
+    }
+  }
+  return started;
+}
+
+async function connectPaymentBackend(
+  payment: Config["payment"],
+  chain: ChainAccess,
+  journal: Parameters<typeof createPaymentBackend>[2],
+): Promise<PaymentBackend> {
+  const backend = createPaymentBackend(payment, chain.inProcess, journal);
+  // Self mode settles over RPC_URL: one that does not answer is a reason not to start, said in one line.
+  if (payment.mode === "self") {
+    await withTimeout(backend.probe(), RPC_START_TIMEOUT_MS).catch((error) => {
+      throw rpcStartError(error, payment.rpcUrl as string);
+    });
+  }
+  return backend;
+}
+
+/** Each operation's 402 terms, and the documents (/openapi.json, /catalog.json, …) built from them. */
+async function describeOperations(
+  config: Config,
+  payTo: `0x${string}`,
+  resourceServer: x402ResourceServer,
+  operations: readonly AnyOperation[],
+  started: Started,
+): Promise<{ termsById: Map<string, PaymentTerms>; documents: Documents }> {
+  const settings = { ...config.payment, payTo };
+  // What each started operation says of itself (the dataset it loaded) is what its terms and documents say.
+  const described = operations.map((operation) => {
+    const own = started.get(operation.id)?.describe;
+    return own ? { ...operation, ...own } : operation;
+  });
+  const termsById = new Map<string, PaymentTerms>();
+  for (const operation of described) {
+    termsById.set(operation.id, await buildPaymentTerms(operation, settings, config.baseUrl, resourceServer));
+  }
+  const documents = {
+    openapi: buildOpenApiDocument(described, FREE_ROUTES, termsById, config.baseUrl),
+    catalog: buildCatalogDocument(
+      described,
+      FREE_ROUTES,
+      termsById,
+      config.baseUrl,
+      { ...settings, mode: config.payment.mode },
+      started,
+    ),
+    x402: buildX402Manifest(described, termsById, config.baseUrl),
+    agentSkills: buildAgentSkills(described, termsById, config.baseUrl),
+    llmsTxt: buildLlmsTxt(described, FREE_ROUTES, config.baseUrl),
+  };
+  return { termsById, documents };
+}
+
+/** The MCP endpoint's sessions (closed after the payments stop, before the operations close). */
+function openMcpSessions({ config, clock, shutdown }: StartContext): McpSessions {
+  const sessions = new McpSessions(config.mcp, clock);
+  shutdown.push("MCP sessions", () => sessions.close());
+  return sessions;
+}
+
+interface Payments {
+  gate: PaymentGate;
+  heldPayments?: HeldPaymentSettler;
+}
+
+/** The payment gate, and what resolves payments without their client: the recovery sweeper, the held-payment settler. */
+function startPayments(
+  { config, log, clock, shutdown }: StartContext,
+  parts: { store: Store; metrics: Metrics; resourceServer: x402ResourceServer; chainRpc?: string },
+  operations: readonly AnyOperation[],
+  termsById: ReadonlyMap<string, PaymentTerms>,
+): Payments {
+  const { store, metrics, resourceServer, chainRpc } = parts;
+  const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
+  const gate = new PaymentGate({
+    resourceServer,
+    store,
+    metrics,
+    answers: x402HttpAnswers,
+    authorizations,
+    now: clock,
+    settlementTimeoutMs: config.payment.settlementTimeoutMs,
+    maxHeldPerPayer: config.jobs.maxHeldPerPayer,
+    log: log.child({ component: "payments" }),
+  });
+  shutdown.push("payment leases", () => gate.leases.stop());
+  // Payments whose owner stopped (a crash) are resolved from the chain without waiting for the client.
+  if (authorizations) {
+    const recovery = new RecoverySweeper({
+      store,
+      gate,
+      metrics,
+      log: log.child({ component: "payment-recovery" }),
+      operations: new Map(
+        operations.map((operation) => [
+          operation.id,
+          { operation, terms: termsById.get(operation.id) as PaymentTerms },
+        ]),
+      ),
+      now: clock,
+    });
+    recovery.start();
+    shutdown.push("payment recovery", () => recovery.stop());
+  } else {
+    log.warn("without RPC_URL a payment left unfinished by a crash is resolved only when its client retries");
+  }
+  // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
+  if (!authorizations || !operations.some(holdsPayment)) return { gate };
+  const heldPayments = new HeldPaymentSettler({
+    answers: x402HttpAnswers,
+    store,
+    resourceServer,
+    metrics,
+    authorizations,
+    log: log.child({ component: "held-payments" }),
+    settlementTimeoutMs: config.payment.settlementTimeoutMs,
+    now: clock,
+  });
+  heldPayments.start();
+  shutdown.push("held payments", () => heldPayments.stop());
+  return { gate, heldPayments };
+}
+
+/** `serve` runs a worker of its own unless told not to, when an asynchronous operation is served. */
+async function startInProcessWorker(
+  { config, log, clock, shutdown }: StartContext,
+  store: Store,
+  operations: readonly AnyOperation[],
+  started: Started,
+  payments: Payments,
+): Promise<void> {
+  if (!config.jobs.inProcessWorker || !operations.some((operation) => operation.kind === "async")) return;
+  const worker = createWorker(config, store.jobs, jobHandlers(started), log, clock, () =>
+    payments.heldPayments?.wake(),
+  );
+  // Pushed before it starts: a start that fails halfway (liveness reported, no loop yet) is stopped too.
+  shutdown.push("job worker", (graceMs) => worker.stop(graceMs));
+  await worker.start();
+}
+
+/** /readyz: the store, the chain or facilitator, the workers, each operation's upstream, the settlement key. */
+function checkReadiness(parts: {
+  config: Config;
+  store: Store;
+  backend: PaymentBackend;
+  started: Started;
+  settlerHold?: SettlerHold;
+  isShuttingDown: () => boolean;
+  clock?: () => number;
+}): () => Promise<Readiness> {
+  const { config, store, backend, started, settlerHold, isShuttingDown, clock } = parts;
+  return async () => {
+    const checks: Record<string, string> = {};
+    let ready = !isShuttingDown();
+    try {
+      await withTimeout(store.ping(), PROBE_TIMEOUT_MS);
+      checks.store = `ok (${store.kind})`;
+    } catch (error) {
+      ready = false;
+      checks.store = `unavailable: ${(error as Error).message}`;
+    }
+    try {
+      Object.assign(checks, await withTimeout(backend.probe(), PROBE_TIMEOUT_MS));
+    } catch (error) {
+      ready = false;
+      checks[backend.mode === "facilitator" ? "facilitator" : "chain"] =
+        `unavailable: ${(error as Error).message}`;
+    }
+    try {
+      checks.worker = await describeWorkers(store.jobs, (clock ?? Date.now)(), config.jobs.leaseMs);
+    } catch (error) {
+      checks.worker = `unknown: ${(error as Error).message}`;
+    }
+    for (const [id, operation] of started) {
+      if (!operation.probe) continue;
+      try {
+        checks[id] = await withTimeout(operation.probe(), PROBE_TIMEOUT_MS);
+      } catch (error) {
+        ready = false;
+        checks[id] = `unavailable: ${(error as Error).message}`;
+      }
+    }
+    if (settlerHold && !settlerHold.held()) {
+      ready = false;
+      checks.settler = "claim lost: another instance may hold this settlement key";
+    }
+    if (isShuttingDown()) checks.server = "shutting down";
+    return { ready, checks };
+  };
+}
+
+type App = Pick<Hono, "fetch">;
+
+/** HEALTH_PORT: /healthz, /readyz and /metrics on a listener of their own (health-listener.ts). */
+async function openHealthListener(
+  { config, log, shutdown }: StartContext,
+  app: App,
+): Promise<HealthListener | undefined> {
+  if (config.healthPort === undefined) return undefined;
+  const health = await startHealthListener(app.fetch, {
+    host: config.host,
+    port: config.healthPort,
+    limits: config.http,
+    log,
+  });
+  shutdown.push("health listener", () => health.close());
+  return health;
+}
+
+/**
+ * The public port. Connections capped in all and per client address, tight header/request/keep-alive
+ * timeouts, and requests in flight capped per client (src/http/connection-limits.ts). Its closer stops
+ * accepting, lets requests in flight and their settlements finish within the grace, then closes the rest.
+ */
+async function listen({ config, log, shutdown }: StartContext, app: App, gate: PaymentGate): Promise<number> {
+  const server = await new Promise<Server>((resolve, reject) => {
+    const created = serve(
+      {
+        fetch: limitRequestsPerClient(app.fetch, config.http),
+        port: config.port,
+        hostname: config.host,
+        serverOptions: httpServerOptions(config.http),
+      },
+      () => resolve(created as Server),
+    ) as Server;
+    guardConnections(created, config.http, log);
+    created.once("error", (error) => reject(listenStartError(error, config.host, config.port)));
+  });
+  shutdown.push("public listener", async (graceMs) => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Keep-alive connections become idle as their last response goes out: close them as they do.
+    const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+    server.closeIdleConnections();
+    const deadline = setTimeout(() => server.closeAllConnections(), graceMs).unref();
+    await closed;
+    clearInterval(sweeper);
+    await withTimeout(gate.drain(), graceMs).catch(() =>
+      log.error("shutdown: a settlement did not finish in time"),
+    );
+    clearTimeout(deadline);
+  });
+  return (server.address() as AddressInfo).port;
 }

@@ -12,7 +12,7 @@ import {
 
 export const buildSettings = (config: Config): BuildSettings => ({
   releasesDir: config.releasesDir,
-  clinicalDb: config.clinicalTrialsDb,
+  clinicalDb: config.clinicalTrials.dbPath,
 });
 
 /**

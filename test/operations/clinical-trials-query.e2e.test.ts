@@ -23,8 +23,8 @@ describe("clinical-trials-query on the local chain (the bundled sample)", () => 
   });
 
   it("with no database configured, the service builds the sample at <DATA_DIR>/clinical-trials.sqlite", () => {
-    expect(service.config.clinicalTrialsDb).toBe(path.join(service.dataDir, "clinical-trials.sqlite"));
-    expect(fs.existsSync(service.config.clinicalTrialsDb)).toBe(true);
+    expect(service.config.clinicalTrials.dbPath).toBe(path.join(service.dataDir, "clinical-trials.sqlite"));
+    expect(fs.existsSync(service.config.clinicalTrials.dbPath)).toBe(true);
   });
 
   it("a paid query charges exactly USD 0.05 once and answers items, a cursor and the dataset totals", async () => {

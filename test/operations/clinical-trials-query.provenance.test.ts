@@ -131,7 +131,7 @@ describe("the operation on a database of an older layout", () => {
   const start = (file: string) =>
     // biome-ignore lint/style/noNonNullAssertion: the operation declares start.
     clinicalTrialsQuery.start!({
-      config: { clinicalTrialsDb: file } as Config,
+      config: { clinicalTrials: { dbPath: file } } as Config,
       log,
       now: () => new Date(),
       store: undefined as never,

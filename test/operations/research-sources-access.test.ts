@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { loadConfig, researchUserAgent } from "../../src/config.ts";
+import { loadConfig } from "../../src/config.ts";
 import { runResearch } from "../../src/operations/research-brief/pipeline.ts";
 import { HostQueue } from "../../src/operations/research-brief/polite-fetch.ts";
 import { createSearchProviders, type SearchSettings } from "../../src/operations/research-brief/search.ts";
+import { researchUserAgent } from "../../src/operations/research-brief/settings.ts";
 import { WIKIPEDIA_LICENCE } from "../../src/operations/research-brief/wikipedia.ts";
 import { oneAtATime, type SourceStandIns, startSourceStandIns } from "./research-sources-standins.ts";
 

@@ -40,7 +40,7 @@ export const clinicalTrialsQuery = defineOperation<ClinicalTrialsQueryInput, Cli
   example: { input: { query: "atopic dermatitis", phase: "PHASE2", limit: 5 } },
   errorResponses: [],
   start: async ({ config, log }) => {
-    const file = config.clinicalTrialsDb;
+    const file = config.clinicalTrials.dbPath;
     if (!fs.existsSync(file)) {
       buildSampleDatabase(file);
       log.info({ file }, "clinical-trials-query: no database yet; built the sample from the bundled records");

@@ -109,7 +109,7 @@ export async function runIngest(
   args: IngestArguments,
   stderr: NodeJS.WriteStream,
 ): Promise<void> {
-  const file = args.db ?? config.clinicalTrialsDb;
+  const file = args.db ?? config.clinicalTrials.dbPath;
   const db = openForWriting(file, {
     onRebuild: (version) =>
       stderr.write(
@@ -130,9 +130,9 @@ export async function runIngest(
       );
       return;
     }
-    if (!isRegistryUrl(config.clinicalTrialsApiUrl)) {
+    if (!isRegistryUrl(config.clinicalTrials.apiUrl)) {
       stderr.write(
-        `note: ${config.clinicalTrialsApiUrl} is not the ClinicalTrials.gov registry; the database records it, and the ` +
+        `note: ${config.clinicalTrials.apiUrl} is not the ClinicalTrials.gov registry; the database records it, and the ` +
           `clinical snapshot product is ${args.allowOtherSource ? "allowed (--allow-other-source)" : "refused (pass --allow-other-source to allow it)"}\n`,
       );
     }
@@ -142,14 +142,14 @@ export async function runIngest(
     let shown = false;
     try {
       const result = await ingestFromApi(db, {
-        apiUrl: config.clinicalTrialsApiUrl,
+        apiUrl: config.clinicalTrials.apiUrl,
         pageSize: args.pageSize,
         restart: args.restart,
         rule: args.rule,
         allowOtherSource: args.allowOtherSource,
         onRuleCounts: (counts) =>
           stderr.write(
-            `studies with results on ${config.clinicalTrialsApiUrl}, by selection rule:\n${formatRuleCounts(counts)}`,
+            `studies with results on ${config.clinicalTrials.apiUrl}, by selection rule:\n${formatRuleCounts(counts)}`,
           ),
         onProgress: (progress) => {
           if (!shown && progress.resumed) stderr.write(`resuming the unfinished ingest in ${file}\n`);

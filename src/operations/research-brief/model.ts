@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { Config } from "../../config.ts";
 import { ProviderError, providerFetch } from "./retry.ts";
+import type { ResearchSettings } from "./settings.ts";
 
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
@@ -80,7 +80,7 @@ export function stripReasoning(content: string): string {
 }
 
 /** Any OpenAI-compatible chat-completions endpoint: POST {base}/chat/completions. */
-export function createChatModel(settings: NonNullable<Config["research"]["llm"]>): ChatModel {
+export function createChatModel(settings: NonNullable<ResearchSettings["llm"]>): ChatModel {
   const provider = `model ${settings.model}`;
   const formKey = `${settings.baseUrl} ${settings.model}`;
   const request = (messages: ChatMessage[], form: ParameterForm, maxTokens: number, signal?: AbortSignal) =>

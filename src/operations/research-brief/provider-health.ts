@@ -1,8 +1,8 @@
 import net from "node:net";
-import type { Config } from "../../config.ts";
 import type { ChatModel } from "./model.ts";
 import { ProviderError } from "./retry.ts";
 import type { SearchProvider } from "./search-provider.ts";
+import type { ResearchSettings } from "./settings.ts";
 
 /** Consecutive failures after which an upstream's circuit opens. */
 const FAILURES_TO_OPEN = 3;
@@ -159,7 +159,7 @@ export class ProviderHealth {
 }
 
 /** The upstreams a research job needs, by name and URL, from the research settings. */
-export function researchUpstreams(research: Config["research"]): { search: Upstream[]; model?: Upstream } {
+export function researchUpstreams(research: ResearchSettings): { search: Upstream[]; model?: Upstream } {
   const { search, llm } = research;
   const urls: Record<string, string | undefined> = {
     wikipedia: search.wikipediaUrl,

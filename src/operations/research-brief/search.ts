@@ -1,13 +1,13 @@
 import { z } from "zod";
-import type { Config, SearchProviderName } from "../../config.ts";
 import { createCrossrefProvider } from "./crossref.ts";
 import { createPoliteFetcher } from "./polite-fetch.ts";
 import { ProviderError, providerFetch } from "./retry.ts";
 import type { SearchHit, SearchProvider } from "./search-provider.ts";
+import type { ResearchSettings, SearchProviderName } from "./settings.ts";
 import { createWikipediaProvider } from "./wikipedia.ts";
 
 type WebSearchSettings = { provider: "searxng" | "brave" | "tavily"; url: string; apiKey?: string };
-export type SearchSettings = Config["research"]["search"];
+export type SearchSettings = ResearchSettings["search"];
 
 /** What the catalog, /readyz, the banner and a brief's method.search call the configured search. */
 export const searchName = (settings: Pick<SearchSettings, "providers">) => settings.providers.join("+");

@@ -50,7 +50,7 @@ async function start(env: OperationEnvironment) {
 function bind(env: OperationEnvironment): StartedOperation<TenderShortlistInput, TenderShortlistOutput> {
   const { config, now } = env;
   const client = new TedClient({
-    url: config.tedApiUrl,
+    url: config.ted.apiUrl,
     userAgent: `utility402/1.0 (tender-shortlist; +${config.baseUrl})`,
     timeoutMs: config.ted.timeoutMs,
     retries: RETRIES,
