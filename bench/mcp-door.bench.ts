@@ -135,8 +135,11 @@ try {
     const fromBlock = (await rpc.getBlockNumber({ cacheTime: 0 })) + 1n;
     const rowsBefore = settledRows();
     const cpuBefore = (server as ServerProcess).cpuSeconds();
+    const clientCpuBefore = process.cpuUsage();
     const { ok, seconds } = await drive(tasks, concurrency);
     const cpuMsPerCall = (((server as ServerProcess).cpuSeconds() - cpuBefore) * 1000) / Math.max(1, ok);
+    const clientCpu = process.cpuUsage(clientCpuBefore);
+    const clientCpuMsPerCall = (clientCpu.user + clientCpu.system) / 1000 / Math.max(1, ok);
     const transfers = await transfersTo(
       chain.rpcUrl,
       payTo,
@@ -147,7 +150,7 @@ try {
     const balanced = ok === calls && settled === ok && transfers === ok;
     if (!balanced)
       console.error(`${door} at ${concurrency}: delivered ${ok}, settled ${settled}, transfers ${transfers}`);
-    return { perSecond: ok / seconds, cpuMsPerCall, ok, settled, transfers, balanced };
+    return { perSecond: ok / seconds, cpuMsPerCall, clientCpuMsPerCall, ok, settled, transfers, balanced };
   };
 
   // Warm both doors (JIT, pools, sessions); reconciled, not reported.
@@ -161,6 +164,7 @@ try {
     const tally = () => ({
       perSecond: [] as number[],
       cpuMs: [] as number[],
+      clientCpuMs: [] as number[],
       ok: 0,
       settled: 0,
       transfers: 0,
@@ -173,6 +177,7 @@ try {
         const seen = doors[door];
         seen.perSecond.push(result.perSecond);
         seen.cpuMs.push(result.cpuMsPerCall);
+        seen.clientCpuMs.push(result.clientCpuMsPerCall);
         seen.ok += result.ok;
         seen.settled += result.settled;
         seen.transfers += result.transfers;
@@ -193,6 +198,14 @@ try {
         http: Number(mean(doors.http.cpuMs).toFixed(1)),
         mcp: Number(mean(doors.mcp.cpuMs).toFixed(1)),
         "ratio (mcp/http)": Number((mean(doors.mcp.cpuMs) / mean(doors.http.cpuMs)).toFixed(2)),
+        goal: "",
+      },
+      {
+        // The load comes from this process, on the same (shared) cores as the server.
+        scenario: "  load generator CPU per call (ms)",
+        http: Number(mean(doors.http.clientCpuMs).toFixed(1)),
+        mcp: Number(mean(doors.mcp.clientCpuMs).toFixed(1)),
+        "ratio (mcp/http)": Number((mean(doors.mcp.clientCpuMs) / mean(doors.http.clientCpuMs)).toFixed(2)),
         goal: "",
       },
       {

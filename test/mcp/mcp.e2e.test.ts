@@ -27,6 +27,16 @@ const upstreamDown = defineOperation({
   },
 });
 
+// An operation whose body reader has a bug: the tool answers a problem, never a JSON-RPC internal error.
+const readerBug = defineOperation({
+  ...unitConvert,
+  id: "test-reader-bug",
+  path: "/v1/test-reader-bug",
+  readBody: async () => {
+    throw new Error("a bug in the body reader");
+  },
+});
+
 const TRANSFER = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
 
 const PRICES = {
@@ -45,7 +55,7 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
   beforeAll(async () => {
     service = await startTestService(
       {},
-      { operations: [jsonDiff, unitConvert, humanoidFmeaQuery, csvCleanup, upstreamDown] },
+      { operations: [jsonDiff, unitConvert, humanoidFmeaQuery, csvCleanup, upstreamDown, readerBug] },
     );
     balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
     client = await connectMcp(service.url);
@@ -73,6 +83,7 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
         "get_job",
         "humanoid-fmea-query",
         "json-diff",
+        "test-reader-bug",
         "test-upstream-down",
         "unit-convert",
       ].sort(),
@@ -180,6 +191,12 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
     expect(await balanceOf(httpPayer.address)).toBe(httpPayerAfter);
   });
 
+  it("an unexpected error is a tool error (problem 500), never a JSON-RPC error, and asks for nothing", async () => {
+    const result = await callTool(client, "test-reader-bug", { value: 1, from: "m", to: "ft" });
+    expect(result).toMatchObject({ isError: true, structuredContent: { status: 500 } });
+    await expect(callTool(client, "no-such-tool", {})).rejects.toThrow(/Unknown tool/);
+  });
+
   it("a tool whose work fails is a tool error and charges nothing (the payment is released)", async () => {
     const [payerBefore, payToBefore] = [await balanceOf(payer.address), await balanceOf(service.payTo)];
     const { result } = await payTool(client, payer, "test-upstream-down", { value: 1, from: "m", to: "ft" });
@@ -276,9 +293,19 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
       // The terms a tool call answers with are the manifest's.
       const terms = termsOf(await callTool(client, item.toolName));
       expect(terms.accepts).toEqual(item.accepts);
-      expect(terms.extensions?.bazaar).toEqual(item.extensions.bazaar);
-      expect(validateDiscoveryExtension(item.extensions.bazaar).valid, item.toolName).toBe(true);
-      expect(item.extensions.bazaar.info.input).toMatchObject({ type: "mcp", toolName: item.toolName });
+      // The call carries the compact extension (echoed in every payment); the manifest the complete one.
+      for (const bazaar of [
+        terms.extensions?.bazaar as { info: { input: unknown } },
+        item.extensions.bazaar,
+      ]) {
+        expect(validateDiscoveryExtension(bazaar as never).valid, item.toolName).toBe(true);
+        expect(bazaar.info.input).toMatchObject({
+          type: "mcp",
+          toolName: item.toolName,
+          transport: "streamable-http",
+        });
+      }
+      expect(item.extensions.bazaar.info.output.example).toBeDefined();
     }
 
     const llms = await (await fetch(`${service.url}/llms.txt`)).text();
