@@ -14,6 +14,7 @@ const STORE_SENSITIVE = [
   "test/hardening/concurrent-duplicates.e2e.test.ts",
   "test/contract/paid-operations.e2e.test.ts",
   "test/x402-v1/payment-identifier.e2e.test.ts",
+  "test/mcp/mcp.e2e.test.ts",
 ];
 
 /**
