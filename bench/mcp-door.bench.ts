@@ -24,7 +24,7 @@ import { createPayer } from "../src/client/paying-fetch.ts";
 import { createLogger } from "../src/log.ts";
 import { jsonDiff } from "../src/operations/json-diff/index.ts";
 import { freePort } from "../test/helpers/service.ts";
-import { callTool, connectMcp, termsOf, toolPayer } from "../test/mcp/paying-mcp-client.ts";
+import { callTool, connectMcp, receiptOf, termsOf, toolPayer } from "../test/mcp/paying-mcp-client.ts";
 import { type BenchRow, report } from "./lib.ts";
 import { benchKey, signPayments, transfersTo } from "./load/paid-run.ts";
 import { type ServerProcess, startServerProcess } from "./load/servers.ts";
@@ -120,10 +120,7 @@ try {
   const mcpTasks = (payloads: PaymentPayload[]) =>
     payloads.map((payment, i) => async () => {
       const result = await callTool(clients[i % SESSIONS] as Client, jsonDiff.id, args, payment);
-      return (
-        !result.isError &&
-        (result._meta?.["x402/payment-response"] as { success?: boolean })?.success === true
-      );
+      return !result.isError && receiptOf(result)?.success === true;
     });
 
   /** One reconciled round: delivered = ledger settled rows = on-chain transfers to payTo. */

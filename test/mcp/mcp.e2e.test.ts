@@ -14,7 +14,15 @@ import { unitConvert } from "../../src/operations/unit-convert/index.ts";
 import { Problem } from "../../src/problem.ts";
 import { openStore } from "../../src/store/open-store.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
-import { callTool, connectMcp, payTool, type ToolPayer, termsOf, toolPayer } from "./paying-mcp-client.ts";
+import {
+  callTool,
+  connectMcp,
+  payTool,
+  receiptOf,
+  type ToolPayer,
+  termsOf,
+  toolPayer,
+} from "./paying-mcp-client.ts";
 
 // An operation that fails after its payment was verified (its upstream is down): never charged.
 const upstreamDown = defineOperation({
@@ -136,9 +144,9 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
       ];
       const { result } = await payTool(client, payer, name, args);
       expect(result.isError, JSON.stringify(result).slice(0, 400)).toBeFalsy();
-      const receipt = result._meta?.["x402/payment-response"] as { success: boolean; transaction: string };
+      const receipt = receiptOf(result);
       expect(receipt).toMatchObject({ success: true, network: "eip155:8453" });
-      expect(receipt.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(receipt?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
       expect(result.structuredContent).toEqual(JSON.parse((result.content[0] as { text: string }).text));
       const price = PRICES[name];
       expect(await balanceOf(payer.address)).toBe(payerBefore - price);
@@ -239,10 +247,7 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
       const results = await Promise.all(
         calls.map(({ args, payment, client }) => callTool(client as Client, "json-diff", args, payment)),
       );
-      const delivered = results.filter(
-        (result) =>
-          !result.isError && (result._meta?.["x402/payment-response"] as { success?: boolean })?.success,
-      );
+      const delivered = results.filter((result) => !result.isError && receiptOf(result)?.success);
       expect(delivered).toHaveLength(32);
       await expect.poll(settledRows).toBe(rowsBefore + 32);
       const transfers = await chain.getLogs({
@@ -253,11 +258,9 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
         toBlock: await chain.getBlockNumber({ cacheTime: 0 }),
       });
       expect(transfers).toHaveLength(32);
-      expect(
-        new Set(
-          delivered.map((r) => (r._meta?.["x402/payment-response"] as { transaction: string }).transaction),
-        ),
-      ).toEqual(new Set(transfers.map((log) => log.transactionHash)));
+      expect(new Set(delivered.map((result) => receiptOf(result)?.transaction))).toEqual(
+        new Set(transfers.map((log) => log.transactionHash)),
+      );
       expect(await balanceOf(service.payTo)).toBe(payToBefore + 32n * PRICES["json-diff"]);
     } finally {
       await Promise.all(clients.map((c) => c.close()));

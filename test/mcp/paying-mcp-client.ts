@@ -68,3 +68,9 @@ export async function payTool(
   const payment = await payer.sign(termsOf(await callTool(client, name, args)));
   return { result: await callTool(client, name, args, payment), payment };
 }
+
+/** The settlement receipt a paid tool result carries in `_meta["x402/payment-response"]`, if any. */
+export const receiptOf = (result: ToolResult) =>
+  result._meta?.["x402/payment-response"] as
+    | { success: boolean; transaction: string; network: string; payer?: string }
+    | undefined;
