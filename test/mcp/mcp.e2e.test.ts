@@ -1,6 +1,11 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { decodePaymentSignatureHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from "@x402/core/http";
 import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
+import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { createPublicClient, http, parseAbiItem } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineOperation } from "../../src/catalog/operation.ts";
@@ -203,6 +208,56 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
     const result = await callTool(client, "test-reader-bug", { value: 1, from: "m", to: "ft" });
     expect(result).toMatchObject({ isError: true, structuredContent: { status: 500 } });
     await expect(callTool(client, "no-such-tool", {})).rejects.toThrow(/Unknown tool/);
+  });
+
+  it("a payment-identifier makes a retry through the other door with a new payment one charge and one result", async () => {
+    const url = `${service.url}/v1/json-diff`;
+    const routeTerms = async (args: unknown) =>
+      decodePaymentRequiredHeader(
+        (await fetch(url, jsonPost(args))).headers.get("PAYMENT-REQUIRED") as string,
+      );
+    const nonceOf = (payment: { payload: Record<string, unknown> }) =>
+      (payment.payload.authorization as { nonce: string }).nonce;
+    for (const first of ["mcp", "http"] as const) {
+      const id = generatePaymentId();
+      const retrying = toolPayer(devPrivateKey(6), { paymentId: () => id });
+      const args = { before: { retry: first }, after: { retry: first, again: true } };
+      const before = await balanceOf(retrying.address);
+      // The first attempt is paid and answered, but the agent never sees the answer.
+      let answer: unknown;
+      let firstPayment: { payload: Record<string, unknown> };
+      if (first === "mcp") {
+        const paid = await payTool(client, retrying, "json-diff", args);
+        expect(paid.result.isError).toBeFalsy();
+        [answer, firstPayment] = [paid.result.structuredContent, paid.payment];
+      } else {
+        const payment = await retrying.sign(await routeTerms(args));
+        const paid = await fetch(
+          url,
+          jsonPost(args, { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(payment) }),
+        );
+        expect(paid.status).toBe(200);
+        [answer, firstPayment] = [await paid.json(), payment];
+      }
+      // It retries through the other door with a new payment (a new nonce) under the same id.
+      if (first === "mcp") {
+        const second = await retrying.sign(await routeTerms(args));
+        expect(nonceOf(second)).not.toBe(nonceOf(firstPayment));
+        const retried = await fetch(
+          url,
+          jsonPost(args, { "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(second) }),
+        );
+        expect(retried.status).toBe(200);
+        expect(await retried.json()).toEqual(answer);
+      } else {
+        const second = await retrying.sign(termsOf(await callTool(client, "json-diff", args)));
+        expect(nonceOf(second)).not.toBe(nonceOf(firstPayment));
+        const retried = await callTool(client, "json-diff", args, second);
+        expect(retried.isError).toBeFalsy();
+        expect(retried.structuredContent).toEqual(answer);
+      }
+      expect(await balanceOf(retrying.address)).toBe(before - PRICES["json-diff"]);
+    }
   });
 
   it("a tool whose work fails is a tool error and charges nothing (the payment is released)", async () => {

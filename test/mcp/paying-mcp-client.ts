@@ -4,6 +4,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { appendPaymentIdentifierToExtensions } from "@x402/extensions/payment-identifier";
 import { privateKeyToAccount } from "viem/accounts";
 
 /**
@@ -22,13 +23,27 @@ export interface ToolPayer {
   sign(paymentRequired: PaymentRequired): Promise<PaymentPayload>;
 }
 
-export function toolPayer(privateKey: `0x${string}`, maxUsdPerPayment = "$100"): ToolPayer {
+/**
+ * `paymentId`: the x402 payment-identifier (an idempotency key) to add to each payment, as the SDK's
+ * client helper adds it.
+ */
+export function toolPayer(
+  privateKey: `0x${string}`,
+  options: { maxUsdPerPayment?: string; paymentId?: () => string } = {},
+): ToolPayer {
   const account = privateKeyToAccount(privateKey);
   const client = x402Client.fromConfig({
     schemes: [],
-    spendControls: { maxAmountPerPayment: maxUsdPerPayment },
+    spendControls: { maxAmountPerPayment: options.maxUsdPerPayment ?? "$100" },
   });
   registerExactEvmScheme(client, { signer: account });
+  const { paymentId } = options;
+  if (paymentId) {
+    client.onBeforePaymentCreation(async ({ paymentRequired }) => {
+      paymentRequired.extensions ??= {};
+      appendPaymentIdentifierToExtensions(paymentRequired.extensions, paymentId());
+    });
+  }
   return {
     address: account.address,
     sign: (paymentRequired) => client.createPaymentPayload(paymentRequired),
