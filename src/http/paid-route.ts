@@ -11,7 +11,7 @@ import {
 } from "../payments/headers.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
 import type { GateOutcome, PaidRequest } from "../payments/resource-server/paid-request.ts";
-import { paymentIdentifierOf } from "../payments/resource-server/payment-identifier.ts";
+import { paymentWithIdentifier } from "../payments/resource-server/payment-identifier-extension.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
 import { fileResponse } from "../products/download.ts";
@@ -63,13 +63,11 @@ export function paidRoute(options: {
     // A call without payment gets the terms at once: nothing of the request is read for it (the 402 is hot).
     const requestLog = header ? log.child({ requestId, operation: operation.id }) : log;
     const decoded = header ? dialect.decode(header, terms) : undefined;
-    const identifier = decoded && !("unreadable" in decoded) ? paymentIdentifierOf(decoded) : {};
     const request: PaidRequest = {
       operation,
       terms,
       input,
-      payment: "unreadable" in identifier ? identifier : decoded,
-      paymentIdentifier: "id" in identifier ? identifier.id : undefined,
+      ...paymentWithIdentifier(decoded),
       requestId,
       log: requestLog,
       door: dialect.door,

@@ -6,7 +6,7 @@ import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
 import { httpAnswer } from "../http/paid-route.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
 import type { PaidRequest } from "../payments/resource-server/paid-request.ts";
-import { paymentIdentifierOf } from "../payments/resource-server/payment-identifier.ts";
+import { paymentWithIdentifier } from "../payments/resource-server/payment-identifier-extension.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
 import { isStoreOutage } from "../store/outage.ts";
@@ -67,14 +67,11 @@ export function paidTool(options: {
       const requestId = randomUUID();
       const requestLog = log.child({ requestId, operation: operation.id, door: "mcp" });
       const decoded = decodePayment(presented);
-      // The payment-identifier extension travels in the PaymentPayload, in _meta as over HTTP.
-      const identifier = "unreadable" in decoded ? {} : paymentIdentifierOf(decoded);
       const request: PaidRequest = {
         operation,
         terms,
         input,
-        payment: "unreadable" in identifier ? identifier : decoded,
-        paymentIdentifier: "id" in identifier ? identifier.id : undefined,
+        ...paymentWithIdentifier(decoded),
         requestId,
         log: requestLog,
         door: "mcp",

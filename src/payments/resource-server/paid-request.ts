@@ -21,8 +21,8 @@ export interface PaidRequest {
   /** The way the call came in ("http" today; MCP and x402 v1 later): labels its revenue in /metrics. */
   door: string;
   /**
-   * The client's idempotency key, the x402 `payment-identifier` extension's id (see payment-identifier.ts:
-   * a door reads it with paymentIdentifierOf). A retry under the same key with a new payment for the same
+   * The client's idempotency key, the x402 `payment-identifier` extension's id (see payment-identifier-extension.ts:
+   * a door reads it with paymentWithIdentifier). A retry under the same key with a new payment for the same
    * request gets the first payment's answer; the new payment is verified, never settled.
    */
   paymentIdentifier?: string;

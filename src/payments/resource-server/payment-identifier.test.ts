@@ -7,7 +7,7 @@ import {
   standInRequirements,
 } from "../../../test/helpers/gate-stand-ins.ts";
 import type { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
-import { paymentIdentifierOf } from "./payment-identifier.ts";
+import { paymentIdentifierOf } from "./payment-identifier-extension.ts";
 
 const stores: SqliteStore[] = [];
 afterEach(async () => {
