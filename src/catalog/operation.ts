@@ -144,7 +144,11 @@ export interface OperationDefinition<I = unknown, O = unknown> {
   /** Async operations: the `result` of a succeeded job (GET /v1/jobs/{id}), for the documents. */
   jobResult?: z.ZodType;
   outputContentType: "application/json" | "application/zip";
-  example: { input?: unknown; output?: unknown };
+  /**
+   * `briefInput`: a smaller valid input for the compact discovery extension (the 402's PAYMENT-REQUIRED
+   * header, an MCP tool's terms) when `input` is too large to carry there; `input` otherwise.
+   */
+  example: { input?: unknown; output?: unknown; briefInput?: unknown };
   /** Statuses beyond 400/402/413 that this operation can answer. */
   errorResponses: readonly ErrorResponseDoc[];
   /** Releases what the operation holds (worker threads, pools) when the service stops. */

@@ -3,7 +3,12 @@ import type { PaymentRequired } from "@x402/core/types";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { inputJsonSchema, outputJsonSchema } from "../catalog/json-schema.ts";
 import type { AnyOperation } from "../catalog/operation.ts";
-import { mcpToolResource, type PaymentTerms, shallowInputSchema } from "../payments/resource-server/terms.ts";
+import {
+  briefExampleInput,
+  mcpToolResource,
+  type PaymentTerms,
+  shallowInputSchema,
+} from "../payments/resource-server/terms.ts";
 import { MCP_TRANSPORT } from "./endpoint.ts";
 
 /**
@@ -16,12 +21,14 @@ export function toolDiscovery(
   operation: AnyOperation,
   form: "complete" | "compact",
 ): Record<string, unknown> {
-  const example = operation.example.input as Record<string, unknown> | undefined;
   const common = {
     toolName: operation.id,
     description: operation.summary,
     transport: MCP_TRANSPORT,
-    example,
+    example:
+      form === "complete"
+        ? (operation.example.input as Record<string, unknown> | undefined)
+        : briefExampleInput(operation),
   };
   return form === "complete"
     ? declareDiscoveryExtension({

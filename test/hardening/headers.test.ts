@@ -68,11 +68,14 @@ describe("every route's payment headers fit a stock proxy's 4 KB header buffer",
       expect(decoded).toEqual(paymentRequired);
       const bazaar = decoded.extensions?.bazaar as Parameters<typeof validateDiscoveryExtension>[0];
       expect(validateDiscoveryExtension(bazaar), operation.id).toEqual({ valid: true });
-      // Callable from the 402 alone: the method and the route's own example input.
+      // Callable from the 402 alone: the method and the route's own example input (its brief one if any),
+      // which the route accepts.
       const input = bazaar.info.input as Record<string, unknown>;
+      const example = operation.example.briefInput ?? operation.example.input;
       expect(input.method, operation.id).toBe(operation.method);
-      if (operation.inputFrom === "body") expect(input.body, operation.id).toEqual(operation.example.input);
-      else expect(input.queryParams ?? {}, operation.id).toEqual(operation.example.input ?? {});
+      if (operation.inputFrom === "body") expect(input.body, operation.id).toEqual(example);
+      else expect(input.queryParams ?? {}, operation.id).toEqual(example ?? {});
+      expect(operation.input.safeParse(example ?? {}).success, operation.id).toBe(true);
     }
   });
 
@@ -102,6 +105,20 @@ describe("every route's payment headers fit a stock proxy's 4 KB header buffer",
       const error = `${"x".repeat(64)}: ${"y".repeat(MAX_REASON_LENGTH)}`;
       const header = Buffer.from(JSON.stringify({ ...paymentRequired, error })).toString("base64");
       expect(header.length, operation.id).toBeLessThanOrEqual(PROXY_BUFFER - 700);
+    }
+  });
+
+  it("leaves room for a long public base URL: 100 characters, every route's PAYMENT-REQUIRED within budget", async () => {
+    const config = loadConfig({ DATA_DIR: os.tmpdir(), LOG_LEVEL: "silent" });
+    const server = new x402ResourceServer()
+      .register(config.payment.network, new ExactEvmScheme())
+      .registerExtension(bazaarResourceServerExtension);
+    const settings = { ...config.payment, payTo: devAccount(1).address };
+    const longBaseUrl = `https://${"x".repeat(60)}.payments.example.com/utility402`;
+    expect(longBaseUrl.length).toBe(100);
+    for (const operation of OPERATIONS) {
+      const { header } = await buildPaymentTerms(operation, settings, longBaseUrl, server);
+      expect(header.length, operation.id).toBeLessThanOrEqual(MAX_PAYMENT_REQUIRED_BYTES);
     }
   });
 
@@ -135,7 +152,11 @@ describe("every route's payment headers fit a stock proxy's 4 KB header buffer",
       expect(bazaar.info).toEqual({ ...full.info, input: { ...full.info.input, method: operation.method } });
       const compact = (terms.get(operation.id) as PaymentTerms).paymentRequired.extensions
         ?.bazaar as typeof bazaar;
-      expect(bazaar.info.input).toEqual(compact.info.input);
+      // The same input, but for the example: the header may carry a brief one.
+      const compactInput = compact.info.input as Record<string, unknown>;
+      expect(bazaar.info.input).toEqual(
+        operation.example.briefInput ? { ...compactInput, body: operation.example.input } : compactInput,
+      );
       expect(JSON.stringify(bazaar).length).toBeGreaterThan(JSON.stringify(compact).length);
     }
   });

@@ -87,6 +87,14 @@ export const openapiAudit = defineOperation({
   outputContentType: "application/json",
   example: {
     input: { contract: EXAMPLE_CONTRACT, maxFindings: 100, ruleset: "recommended" },
+    // The 402 header's example: the contract above would take half of the header's budget.
+    briefInput: {
+      contract: {
+        openapi: "3.1.0",
+        info: { title: "Weather", version: "1.0.0" },
+        paths: { "/forecast": { get: { responses: { "200": { description: "The forecast" } } } } },
+      },
+    },
     output: {
       openapiVersion: "3.1.0",
       auditedAs: "3.1",

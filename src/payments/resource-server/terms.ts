@@ -5,7 +5,7 @@ import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { inputJsonSchema, outputJsonSchema } from "../../catalog/json-schema.ts";
 import type { AnyOperation } from "../../catalog/operation.ts";
 import { atomicPrice } from "../../catalog/price.ts";
-import { paymentIdentifierDeclaration } from "./payment-identifier.ts";
+import { paymentIdentifierDeclaration } from "./payment-identifier-extension.ts";
 
 /**
  * The largest PAYMENT-REQUIRED header a route may have. nginx (and most proxies) read all of a
@@ -118,6 +118,10 @@ export function requiredMembersSchema(full: Record<string, unknown>): Record<str
   };
 }
 
+/** The example input the compact extension carries: the operation's brief one if it has one. */
+export const briefExampleInput = (operation: AnyOperation) =>
+  (operation.example.briefInput ?? operation.example.input) as Record<string, unknown> | undefined;
+
 /**
  * The compact Bazaar extension a 402 carries: the example input, a first-level input schema and the
  * output's required members. The input part is built by the official declareDiscoveryExtension; the
@@ -129,7 +133,7 @@ export function requiredMembersSchema(full: Record<string, unknown>): Record<str
  * The full declaration, with the complete schemas and the output example, is in /.well-known/x402.
  */
 export function compactBazaarDeclaration(operation: AnyOperation): Record<string, unknown> {
-  const input = operation.example.input as Record<string, unknown> | undefined;
+  const input = briefExampleInput(operation);
   const { bazaar } =
     operation.inputFrom === "body"
       ? declareDiscoveryExtension({ bodyType: "json", input, inputSchema: shallowInputSchema(operation) })
@@ -176,7 +180,8 @@ export async function buildPaymentTerms(
   if (header.length > MAX_PAYMENT_REQUIRED_BYTES) {
     throw new Error(
       `${operation.id}: its PAYMENT-REQUIRED header is ${header.length} bytes (at most ${MAX_PAYMENT_REQUIRED_BYTES}, ` +
-        "so that every response's headers fit a proxy's 4 KB buffer): shorten its summary or example input",
+        `so that every response's headers fit a proxy's 4 KB buffer; BASE_URL is ${baseUrl.length} characters of it): ` +
+        "shorten BASE_URL, or the operation's summary or example.briefInput",
     );
   }
   const discovery = resourceServer.enrichExtensions(bazaarDeclaration(operation), context);
