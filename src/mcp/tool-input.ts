@@ -14,7 +14,7 @@ export async function readToolInput(
   operation: AnyOperation,
   args: Record<string, unknown>,
 ): Promise<unknown> {
-  const text = JSON.stringify(args);
+  const text = argumentsText(args);
   const body = Buffer.from(text, "utf8");
   const limit = operation.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   if (body.byteLength > limit) {
@@ -28,4 +28,53 @@ export async function readToolInput(
   const parsed = operation.input.safeParse(raw);
   if (!parsed.success) throw invalidRequest(zodIssuesToFieldErrors(parsed.error.issues));
   return parsed.data;
+}
+
+/**
+ * The arguments as JSON text, the body the route would have read. JSON.stringify recurses, so arguments
+ * nested deeper than the stack allows (a 1 MiB message holds 500,000 levels) are written without recursion
+ * instead: the route's reader then refuses them with its own JSON Pointer, as it refuses the same body.
+ */
+function argumentsText(args: Record<string, unknown>): string {
+  try {
+    return JSON.stringify(args);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    return deepJsonText(args);
+  }
+}
+
+/** JSON.stringify of a JSON value (as JSON.parse made it), with a stack of what is left to write instead of recursion. */
+function deepJsonText(root: unknown): string {
+  const out: string[] = [];
+  // Values to write, or text (brackets, commas, member names) to write as it is.
+  const pending: ({ value: unknown } | string)[] = [{ value: root }];
+  while (pending.length > 0) {
+    const next = pending.pop() as { value: unknown } | string;
+    if (typeof next === "string") {
+      out.push(next);
+      continue;
+    }
+    const { value } = next;
+    if (Array.isArray(value)) {
+      out.push("[");
+      pending.push("]");
+      for (let i = value.length - 1; i >= 0; i--) {
+        pending.push({ value: value[i] });
+        if (i > 0) pending.push(",");
+      }
+    } else if (typeof value === "object" && value !== null) {
+      out.push("{");
+      pending.push("}");
+      const members = Object.entries(value).filter(([, member]) => member !== undefined);
+      for (let i = members.length - 1; i >= 0; i--) {
+        const [key, member] = members[i] as [string, unknown];
+        pending.push({ value: member }, `${JSON.stringify(key)}:`);
+        if (i > 0) pending.push(",");
+      }
+    } else {
+      out.push(JSON.stringify(value) ?? "null");
+    }
+  }
+  return out.join("");
 }

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jsonDiff } from "../../src/operations/json-diff/index.ts";
+import { unitConvert } from "../../src/operations/unit-convert/index.ts";
+import { jsonPost, startTestService, type TestService } from "../helpers/service.ts";
+
+/*
+ * A hostile client of /mcp speaking raw JSON-RPC over HTTP (bodies no SDK client would build): every bad
+ * request is a clear error, never a JSON-RPC internal error nor a problem 500, and nothing is charged.
+ */
+
+const ACCEPT = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+
+describe("a hostile client of the MCP endpoint", () => {
+  let service: TestService;
+  let session: string;
+
+  /** POSTs a raw JSON-RPC message (text) in the session. */
+  const post = (text: string, sessionId: string | undefined = session) =>
+    fetch(`${service.url}/mcp`, {
+      method: "POST",
+      headers: {
+        ...ACCEPT,
+        ...(sessionId === undefined
+          ? {}
+          : { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" }),
+      },
+      body: text,
+    });
+  const toolCall = (name: string, argumentsText: string, metaText?: string, id = 1) =>
+    `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":${argumentsText}${
+      metaText === undefined ? "" : `,"_meta":${metaText}`
+    }}}`;
+  const resultOf = async (response: Response) => {
+    expect(response.status).toBe(200);
+    const message = (await response.json()) as {
+      result?: { isError?: boolean; structuredContent?: Record<string, unknown> };
+      error?: unknown;
+    };
+    expect(message.error).toBeUndefined();
+    return message.result as { isError?: boolean; structuredContent: Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    service = await startTestService({}, { operations: [jsonDiff, unitConvert] });
+    const initialize = await post(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 0,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-06-18",
+          capabilities: {},
+          clientInfo: { name: "hostile", version: "1" },
+        },
+      }),
+      undefined,
+    );
+    session = initialize.headers.get("mcp-session-id") as string;
+    expect(session).toBeTruthy();
+    expect((await post('{"jsonrpc":"2.0","method":"notifications/initialized"}')).status).toBe(202);
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("arguments nested 100,000 deep: the route's 400 with its JSON Pointer, not a problem 500", async () => {
+    // Below the size at which the readers parse in a worker (docs: the HTTP door fails there too, reported).
+    const nested = "[".repeat(100_000) + "]".repeat(100_000);
+    const deep = `{"a":${nested},"b":{}}`;
+    const http = (await (
+      await fetch(`${service.url}/v1/json-diff`, { ...jsonPost({}), body: deep })
+    ).json()) as Record<string, unknown>;
+    expect(http.status).toBe(400);
+    const result = await resultOf(await post(toolCall("json-diff", deep)));
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ status: 400, errors: http.errors });
+    // An operation without a depth limit of its own: its schema names the field, as over HTTP.
+    const unlimited = await resultOf(await post(toolCall("unit-convert", `{"value":${nested}}`)));
+    expect(unlimited.structuredContent).toMatchObject({ status: 400 });
+    expect(JSON.stringify(unlimited.structuredContent.errors)).toContain('"/value"');
+  });
+
+  it("a payment in _meta that is not an object, or a v1 payload, is refused with the terms, nothing charged", async () => {
+    const args = JSON.stringify({ value: 1, from: "m", to: "km" });
+    for (const meta of [
+      '{"x402/payment":"not a payment"}',
+      '{"x402/payment":[1,2]}',
+      '{"x402/payment":{"x402Version":1,"scheme":"exact","network":"base","payload":{}}}',
+      '{"x402/payment":{"x402Version":2}}',
+    ]) {
+      const result = await resultOf(await post(toolCall("unit-convert", args, meta)));
+      expect(result.isError, meta).toBe(true);
+      expect(result.structuredContent, meta).toMatchObject({ x402Version: 2 });
+      expect(String(result.structuredContent.error), meta).not.toBe("payment required");
+    }
+  });
+
+  it("a forged or unknown session id is a 404 (initialize again), no tool runs", async () => {
+    const response = await post(toolCall("unit-convert", "{}"), "00000000-0000-4000-8000-000000000000");
+    expect(response.status).toBe(404);
+  });
+
+  it("a JSON-RPC batch of 1,000 tool calls is refused whole (the SDK takes 100 at most), nothing runs", async () => {
+    const batch = `[${Array.from({ length: 1000 }, (_, i) => toolCall("unit-convert", '{"value":1,"from":"m","to":"km"}', undefined, i + 1)).join(",")}]`;
+    const response = await post(batch);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ error: { code: -32600 } });
+  });
+
+  it("50 MB without a declared length (chunked) is cut at the bound: 413", async () => {
+    const chunk = new TextEncoder().encode(
+      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"json-diff","arguments":{"a":"${"x".repeat(1024 * 1024)}`,
+    );
+    const body = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < 50; i++) controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    const response = await fetch(`${service.url}/mcp`, {
+      method: "POST",
+      headers: { ...ACCEPT, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    expect(response.status).toBe(413);
+    expect(await response.json()).toMatchObject({ error: { code: -32000 } });
+  });
+});
