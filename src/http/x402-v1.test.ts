@@ -76,4 +76,15 @@ describe("x402 v1 over HTTP", () => {
       expect.objectContaining({ network: "base", maxAmountRequired: "2000000", amount: "2000000" }),
     ]);
   });
+
+  it("keeps each entry's v2 amount its own when an entry without a v1 network name is left out", () => {
+    const [base] = standInTerms.paymentRequired.accepts;
+    const body = paymentRequiredBody({
+      ...standInTerms.paymentRequired,
+      accepts: [{ ...base, network: "eip155:999999", amount: "1" }, base],
+    } as typeof standInTerms.paymentRequired);
+    expect(body.accepts).toEqual([
+      expect.objectContaining({ network: "base", maxAmountRequired: "2000000", amount: "2000000" }),
+    ]);
+  });
 });

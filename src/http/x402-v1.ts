@@ -26,8 +26,11 @@ export function v1NetworkName(network: string): string | undefined {
   return Object.entries(EVM_NETWORK_CHAIN_ID_MAP).find(([, id]) => id === chainId)?.[0];
 }
 
-/** The route's terms as a v1 client reads them: one `accepts` entry (maxAmountRequired, resource, network name). */
-export function v1Requirements(paymentRequired: PaymentRequired): PaymentRequirementsV1[] {
+/**
+ * The route's terms as a v1 client reads them (maxAmountRequired, resource, network name), each entry also
+ * with its v2 `amount`; an entry on a network v1 has no name for is left out.
+ */
+function v1Requirements(paymentRequired: PaymentRequired): (PaymentRequirementsV1 & { amount: string })[] {
   const { resource } = paymentRequired;
   return paymentRequired.accepts.flatMap((accepted) => {
     const network = v1NetworkName(accepted.network);
@@ -44,7 +47,8 @@ export function v1Requirements(paymentRequired: PaymentRequired): PaymentRequire
         maxTimeoutSeconds: accepted.maxTimeoutSeconds,
         asset: accepted.asset,
         extra: accepted.extra ?? {},
-      } as PaymentRequirementsV1,
+        amount: accepted.amount,
+      } as PaymentRequirementsV1 & { amount: string },
     ];
   });
 }
@@ -56,14 +60,10 @@ export function v1Requirements(paymentRequired: PaymentRequired): PaymentRequire
  * which carries the v2 object unchanged.
  */
 export function paymentRequiredBody(paymentRequired: PaymentRequired): Record<string, unknown> {
-  const accepts = v1Requirements(paymentRequired).map((entry, index) => ({
-    ...entry,
-    amount: paymentRequired.accepts[index]?.amount,
-  }));
   return {
     x402Version: 1,
     error: paymentRequired.error ?? "X-PAYMENT header is required",
-    accepts,
+    accepts: v1Requirements(paymentRequired),
     resource: paymentRequired.resource,
     ...(paymentRequired.extensions ? { extensions: paymentRequired.extensions } : {}),
   };
