@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 
 /** MCP_MAX_SESSIONS and MCP_SESSION_IDLE_SECONDS (src/config.ts). */
 export interface McpSessionSettings {
@@ -95,8 +96,18 @@ export class McpSessions {
         session.lastSeen = this.now();
       }
     }
-    if (request.method !== "POST")
-      return jsonRpcError(400, -32000, `Bad Request: no ${SESSION_HEADER} header`);
+    // Only an initialization opens a session: anything else without one is refused before it costs a server
+    // or counts against the bound (a message read by the transport itself is left to it to refuse).
+    const message = body?.parsedBody;
+    if (
+      request.method !== "POST" ||
+      (body !== undefined && !(Array.isArray(message) ? message : [message]).some(isInitializeRequest))
+    )
+      return jsonRpcError(
+        400,
+        -32000,
+        `Bad Request: no ${SESSION_HEADER} header (initialize a session first)`,
+      );
     if (this.closed) return jsonRpcError(503, -32000, "the service is shutting down");
     await this.sweep();
     if (this.sessions.size + this.opening >= this.settings.maxSessions) {

@@ -127,3 +127,45 @@ describe("a hostile client of the MCP endpoint", () => {
     expect(await response.json()).toMatchObject({ error: { code: -32000 } });
   });
 });
+
+describe("a flood of MCP initializations", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService({ MCP_MAX_SESSIONS: "5" }, { operations: [unitConvert] });
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("200 initializations at once open exactly MCP_MAX_SESSIONS sessions; the rest are 503 with Retry-After", async () => {
+    const initialize = (id: number) =>
+      fetch(`${service.url}/mcp`, {
+        method: "POST",
+        headers: ACCEPT,
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-06-18",
+            capabilities: {},
+            clientInfo: { name: "flood", version: "1" },
+          },
+        }),
+      });
+    const answers = await Promise.all(Array.from({ length: 200 }, (_, id) => initialize(id)));
+    const opened = answers.filter((answer) => answer.headers.get("mcp-session-id") !== null);
+    const refused = answers.filter((answer) => answer.status === 503);
+    expect(opened.length).toBe(5);
+    expect(refused.length).toBe(195);
+    expect(new Set(refused.map((answer) => answer.headers.get("retry-after")))).toEqual(new Set(["30"]));
+    // A request without a session that is not an initialization is a 400 (initialize first), not a 503 to retry.
+    const stray = await fetch(`${service.url}/mcp`, {
+      method: "POST",
+      headers: ACCEPT,
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    });
+    expect(stray.status).toBe(400);
+    expect(stray.headers.get("retry-after")).toBeNull();
+  });
+});
