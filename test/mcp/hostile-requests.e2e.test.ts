@@ -1,7 +1,11 @@
+import type { PaymentRequired } from "@x402/core/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { atomicPrice } from "../../src/catalog/price.ts";
+import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { jsonDiff } from "../../src/operations/json-diff/index.ts";
 import { unitConvert } from "../../src/operations/unit-convert/index.ts";
-import { jsonPost, startTestService, type TestService } from "../helpers/service.ts";
+import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+import { toolPayer } from "./paying-mcp-client.ts";
 
 /*
  * A hostile client of /mcp speaking raw JSON-RPC over HTTP (bodies no SDK client would build): every bad
@@ -93,6 +97,56 @@ describe("a hostile client of the MCP endpoint", () => {
       expect(result.structuredContent, meta).toMatchObject({ x402Version: 2 });
       expect(String(result.structuredContent.error), meta).not.toBe("payment required");
     }
+  });
+
+  it("a signed payment bent in every member is refused with the terms or served once, never a 500", async () => {
+    const payer = toolPayer(devPrivateKey(7));
+    const balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+    const before = await balanceOf(payer.address);
+    const args = { value: 1, from: "m", to: "km" };
+    const terms = (await resultOf(await post(toolCall("unit-convert", JSON.stringify(args)))))
+      .structuredContent as unknown as PaymentRequired;
+    const signed = await payer.sign(terms);
+    const { authorization } = signed.payload as { authorization: Record<string, unknown> };
+    // Refused with the terms, nothing charged.
+    const refused: Record<string, unknown>[] = [
+      { ...signed, x402Version: "2" },
+      { ...signed, accepted: null },
+      { ...signed, accepted: [] },
+      { ...signed, accepted: { ...signed.accepted, amount: 1e400 } },
+      { ...signed, accepted: { ...signed.accepted, extra: null } },
+      { ...signed, payload: null },
+      {
+        ...signed,
+        payload: { ...signed.payload, authorization: { ...authorization, value: "1".repeat(100) } },
+      },
+      { ...signed, payload: { ...signed.payload, authorization: { ...authorization, validBefore: "0" } } },
+      { ...signed, payload: { ...signed.payload, signature: `0x${"00".repeat(65)}` } },
+      { ...signed, resource: { url: 5 } },
+      { ...signed, resource: { url: "mcp://tool/json-diff" } },
+      { ...signed, extensions: { "payment-identifier": null } },
+      { ...signed, extensions: { "payment-identifier": { info: "x" } } },
+      { ...signed, extensions: { "payment-identifier": { info: { required: false, id: 5 } } } },
+    ];
+    // What the signature does not cover and may be absent (resource, extensions) is the payment without it:
+    // served, charged once in all with the payment as signed.
+    const served: Record<string, unknown>[] = [
+      { ...signed, resource: null },
+      { ...signed, extensions: null },
+      { ...signed, extensions: "x" },
+      signed,
+    ];
+    for (const [payment, outcome] of [
+      ...refused.map((payment) => [payment, "refused"] as const),
+      ...served.map((payment) => [payment, "served"] as const),
+    ]) {
+      const meta = JSON.stringify({ "x402/payment": payment });
+      const result = await resultOf(await post(toolCall("unit-convert", JSON.stringify(args), meta)));
+      if (outcome === "served") expect(result.isError, meta).toBeFalsy();
+      else
+        expect(result.structuredContent, meta).toMatchObject({ x402Version: 2, error: expect.any(String) });
+    }
+    expect(await balanceOf(payer.address)).toBe(before - BigInt(atomicPrice(unitConvert)));
   });
 
   it("a forged or unknown session id is a 404 (initialize again), no tool runs", async () => {
