@@ -1,5 +1,6 @@
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
+import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { atomicPrice } from "../../src/catalog/price.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
@@ -115,6 +116,24 @@ describe("hostile payments at the HTTP door (v1 and v2 dialects) and across the 
     expect((response.headers.get("PAYMENT-REQUIRED") as string).length).toBeLessThan(4096);
     expect((await response.json()).detail).toContain("payment-identifier");
     expect(await balanceOf(payer.address)).toBe(before);
+  });
+
+  it("the same payment-identifier from two payers: two purchases, each charged once (the id is the payer's own)", async () => {
+    const id = generatePaymentId();
+    const payers = [
+      toolPayer(devPrivateKey(7), { paymentId: () => id }),
+      toolPayer(devPrivateKey(8), { paymentId: () => id }),
+    ];
+    const before = await Promise.all(payers.map((payer) => balanceOf(payer.address)));
+    for (const [index, payer] of payers.entries()) {
+      const payment = await payer.sign(await termsFor(diff(10 + index)));
+      const response = await fetch(url, jsonPost(diff(10 + index), { "PAYMENT-SIGNATURE": base64(payment) }));
+      expect(response.status).toBe(200);
+      expect(response.headers.get("x-payment-replayed")).toBeNull();
+    }
+    expect(await Promise.all(payers.map((payer) => balanceOf(payer.address)))).toEqual(
+      before.map((balance) => balance - PRICE),
+    );
   });
 
   it("the same payment through MCP and HTTP at once: one charge, both get the one result", async () => {
