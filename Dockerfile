@@ -4,8 +4,11 @@
 # dependencies, and shipped: the service serves them as built (its builder's TypeScript is not installed).
 # test/operator/production-start.e2e.test.ts runs this file's install and start with the same Node.
 
-# A supported Node.js LTS line (Node 20 reached its end of life on 2026-04-30).
-ARG NODE_VERSION=24
+# A supported Node.js LTS line (Node 20 reached its end of life on 2026-04-30). Not 24: from 24.19 its
+# node::ObjectWrap aborts the process ("Assertion failed: (env) != nullptr") when the garbage collector
+# finalizes a better-sqlite3 12 statement, which the production start hit; better-sqlite3 13 (Node-API)
+# fixes that but does not run on Node 20, the development line.
+ARG NODE_VERSION=22
 
 # Build the four repository products' releases (their build needs dev dependencies, e.g. typescript).
 FROM node:${NODE_VERSION}-bookworm-slim AS releases

@@ -93,11 +93,20 @@ describe("the production image's install and start", () => {
     for (const file of [...copied, "package-lock.json"]) {
       fs.cpSync(path.join(root, file), path.join(app, file), { recursive: true });
     }
+    const systemNpmCafile = execFileSync("npm", ["config", "get", "cafile"], { encoding: "utf8" }).trim();
     const [npm, ...args] = (productionInstall as string).split(/\s+/);
     execFileSync(npm as string, [...args, "--prefer-offline", "--no-audit", "--no-fund"], {
       cwd: app,
       // Native modules (better-sqlite3) are built against this Node's own headers, as in the image.
-      env: { ...withLts, NODE_ENV: "production", npm_config_nodedir: path.dirname(nodeBin) },
+      env: {
+        ...withLts,
+        NODE_ENV: "production",
+        npm_config_nodedir: path.dirname(nodeBin),
+        // That Node's own npm does not read this machine's global npmrc: pass on its CA file, if any.
+        ...(systemNpmCafile && systemNpmCafile !== "null" && systemNpmCafile !== "undefined"
+          ? { npm_config_cafile: systemNpmCafile }
+          : {}),
+      },
     });
 
     chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
