@@ -1,3 +1,4 @@
+import net from "node:net";
 import type { PaymentRequired } from "@x402/core/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { atomicPrice } from "../../src/catalog/price.ts";
@@ -221,5 +222,40 @@ describe("a flood of MCP initializations", () => {
     });
     expect(stray.status).toBe(400);
     expect(stray.headers.get("retry-after")).toBeNull();
+  });
+});
+
+describe("a slow-loris body on /mcp", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService(
+      { HTTP_HEADERS_TIMEOUT_MS: "1000", HTTP_REQUEST_TIMEOUT_MS: "1000" },
+      { operations: [unitConvert] },
+    );
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it("a declared body that never finishes is cut by the request timeout (408, socket closed), as on any route", async () => {
+    const { port } = new URL(service.url);
+    const socket = net.connect(Number(port), "127.0.0.1");
+    const received: Buffer[] = [];
+    socket.on("data", (chunk) => received.push(chunk));
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    socket.write(
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n" +
+        "accept: application/json, text/event-stream\r\ncontent-length: 100000\r\n\r\n" +
+        '{"jsonrpc":"2.0","id":1,',
+    );
+    // One more byte now and then, never the whole body: the server ends it, not the client.
+    const drip = setInterval(() => socket.write(" "), 200);
+    try {
+      await closed;
+    } finally {
+      clearInterval(drip);
+      socket.destroy();
+    }
+    expect(Buffer.concat(received).toString("latin1")).toMatch(/^HTTP\/1\.1 408/);
   });
 });
