@@ -68,7 +68,8 @@ export function mountMcp<E extends object>(
   // The free tool reads a job through its route (GET /v1/jobs/{id}): one answer, whichever door asks.
   const getJob: ToolHandler = async (call) => {
     const id = call.arguments?.id;
-    if (typeof id !== "string") {
+    // "." and ".." pass encodeURIComponent unchanged and are dot segments of a URL path: /v1/jobs/ or /v1/ would answer.
+    if (typeof id !== "string" || id === "." || id === "..") {
       return problemResult(invalidRequest([{ pointer: "/id", message: "must be a UUID" }]).body());
     }
     const response = await app.request(JOB_STATUS_PATH.replace("{id}", encodeURIComponent(id)));

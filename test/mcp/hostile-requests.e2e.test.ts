@@ -150,6 +150,13 @@ describe("a hostile client of the MCP endpoint", () => {
     expect(await balanceOf(payer.address)).toBe(before - BigInt(atomicPrice(unitConvert)));
   });
 
+  it("get_job with an id that is a URL dot segment is the route's 400 naming /id, not another path's answer", async () => {
+    for (const id of ["..", "."]) {
+      const result = await resultOf(await post(toolCall("get_job", JSON.stringify({ id }))));
+      expect(result.structuredContent, id).toMatchObject({ status: 400, errors: [{ pointer: "/id" }] });
+    }
+  });
+
   it("a forged or unknown session id is a 404 (initialize again), no tool runs", async () => {
     const response = await post(toolCall("unit-convert", "{}"), "00000000-0000-4000-8000-000000000000");
     expect(response.status).toBe(404);
