@@ -114,7 +114,7 @@ describe("a hostile client of the MCP endpoint", () => {
       { ...signed, x402Version: "2" },
       { ...signed, accepted: null },
       { ...signed, accepted: [] },
-      { ...signed, accepted: { ...signed.accepted, amount: 1e400 } },
+      { ...signed, accepted: { ...signed.accepted, amount: Number(signed.accepted.amount) } },
       { ...signed, accepted: { ...signed.accepted, extra: null } },
       { ...signed, payload: null },
       {
