@@ -59,7 +59,7 @@ describe("hostile payments at the HTTP door (v1 and v2 dialects) and across the 
     }
   });
 
-  it("X-PAYMENT with a v2 payload inside, another network, or less than the price: refused, nothing charged", async () => {
+  it("X-PAYMENT with a v2 payload inside, another network, less or more than the price: refused, nothing charged", async () => {
     const payer = toolPayer(devPrivateKey(2));
     const before = await balanceOf(payer.address);
     const terms = await termsFor(diff(2));
@@ -68,12 +68,23 @@ describe("hostile payments at the HTTP door (v1 and v2 dialects) and across the 
       ...terms,
       accepts: terms.accepts.map((accepted) => ({ ...accepted, amount: String(PRICE - 1n) })),
     });
+    // More than the price would settle more than the ledger records (ledger = on-chain transfers): refused too.
+    const dear = await payer.sign({
+      ...terms,
+      accepts: terms.accepts.map((accepted) => ({ ...accepted, amount: String(PRICE + 1n) })),
+    });
     for (const [what, header] of [
       ["a v2 payload", base64(signed)],
       ["base-sepolia", v1Of(signed, "base-sepolia")],
       ["less than the price", v1Of(cheap)],
+      ["more than the price", v1Of(dear)],
+      ["more than the price, over v2", base64({ ...dear, accepted: signed.accepted })],
     ]) {
-      const response = await fetch(url, jsonPost(diff(2), { "X-PAYMENT": header as string }));
+      const v2 = what.endsWith("over v2");
+      const response = await fetch(
+        url,
+        jsonPost(diff(2), { [v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT"]: header as string }),
+      );
       expect(response.status, what).toBe(402);
     }
     expect(await balanceOf(payer.address)).toBe(before);
