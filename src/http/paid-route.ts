@@ -10,7 +10,11 @@ import {
   X_PAYMENT_HEADER,
 } from "../payments/headers.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
-import type { GateOutcome, PaidRequest } from "../payments/resource-server/paid-request.ts";
+import {
+  asPaymentPayload,
+  type GateOutcome,
+  type PaidRequest,
+} from "../payments/resource-server/paid-request.ts";
 import { paymentWithIdentifier } from "../payments/resource-server/payment-identifier-extension.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
@@ -87,7 +91,7 @@ export function paidRoute(options: {
 
 function decodePayment(header: string): PaymentPayload | { unreadable: string } {
   try {
-    return decodePaymentSignatureHeader(header);
+    return asPaymentPayload(decodePaymentSignatureHeader(header), PAYMENT_SIGNATURE_HEADER);
   } catch {
     return { unreadable: `${PAYMENT_SIGNATURE_HEADER} is not a base64-encoded x402 payment` };
   }

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { PaymentPayload } from "@x402/core/types";
 import type { Logger } from "pino";
 import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
 import { httpAnswer } from "../http/paid-route.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
-import type { PaidRequest } from "../payments/resource-server/paid-request.ts";
+import { asPaymentPayload, type PaidRequest } from "../payments/resource-server/paid-request.ts";
 import { paymentWithIdentifier } from "../payments/resource-server/payment-identifier-extension.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
@@ -66,7 +65,7 @@ export function paidTool(options: {
       }
       const requestId = randomUUID();
       const requestLog = log.child({ requestId, operation: operation.id, door: "mcp" });
-      const decoded = decodePayment(presented);
+      const decoded = asPaymentPayload(presented, `_meta["${PAYMENT_META_KEY}"]`);
       const request: PaidRequest = {
         operation,
         terms,
@@ -100,9 +99,3 @@ export function paidTool(options: {
 }
 
 /** The payment in `_meta`: the PaymentPayload object itself (the gate checks its shape and terms). */
-function decodePayment(presented: unknown): PaymentPayload | { unreadable: string } {
-  if (typeof presented === "object" && presented !== null && !Array.isArray(presented)) {
-    return presented as PaymentPayload;
-  }
-  return { unreadable: `_meta["${PAYMENT_META_KEY}"] is not an x402 PaymentPayload object` };
-}

@@ -46,12 +46,9 @@ describe("hostile payments at the HTTP door (v1 and v2 dialects) and across the 
     }
   });
 
-  // KNOWN BUG, reported (H5, session 27), outside the doors this suite's author may fix: the HTTP door's v2
-  // decodePayment (src/http/paid-route.ts) hands the gate whatever JSON the header decodes to, and
-  // paymentWithIdentifier's `"unreadable" in decoded` throws a TypeError on null, a number, a string or a
-  // boolean: a 500 for a bad input. The MCP door checks for an object first. This test turns red when it is
-  // fixed: then drop `.fails`.
-  it.fails("PAYMENT-SIGNATURE that decodes to JSON but not to an object is a 402 naming it, never a 500", async () => {
+  // The HTTP door handed the gate whatever JSON the header decoded to: null, a number, a string or a
+  // boolean was a 500 (a TypeError at the gate). Both doors now read it with asPaymentPayload.
+  it("PAYMENT-SIGNATURE that decodes to JSON but not to an object is a 402 naming it, never a 500", async () => {
     for (const value of [null, 42, "a string", true]) {
       const response = await fetch(url, jsonPost(diff(1), { "PAYMENT-SIGNATURE": base64(value) }));
       expect(response.status, JSON.stringify(value)).toBe(402);

@@ -6,6 +6,15 @@ import type { PaymentState, StoredOutcome } from "../../store/store.ts";
 import type { PaymentTerms } from "./terms.ts";
 
 /**
+ * A door's decoded payment as the gate takes it: an object, or unreadable (refused with `what` named). JSON
+ * that decodes to null, a number, a string or an array is not a payment.
+ */
+export function asPaymentPayload(value: unknown, what: string): PaymentPayload | { unreadable: string } {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as PaymentPayload;
+  return { unreadable: `${what} is not an x402 PaymentPayload object` };
+}
+
+/**
  * What the gate is asked, whatever the door it came through (HTTP today, MCP next): nothing in it is a
  * header. The transport decodes the payment and names the client; the gate decides and does the I/O.
  */
