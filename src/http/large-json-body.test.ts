@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type AnyOperation, defineOperation } from "../catalog/operation.ts";
+import { MAX_JSON_DEPTH } from "../input/parse-input.ts";
 import { Problem } from "../problem.ts";
 import { closeLargeJsonBodyPool, INLINE_JSON_BODY_BYTES, largeJsonBodyPool } from "./large-json-body.ts";
 import { readOperationInput } from "./read-input.ts";
@@ -25,8 +26,16 @@ describe("a JSON body over INLINE_JSON_BODY_BYTES is parsed in a worker thread",
     maxBodyBytes: 4 * 1024 * 1024,
     json: { maxDepth: 4, rejectDuplicateKeys: true, maxValues: 1000 },
   }) as AnyOperation;
+  // An operation without JSON limits of its own: only MAX_JSON_DEPTH holds.
+  const unlimited = defineOperation({
+    ...operation,
+    id: "unlimited",
+    path: "/v1/unlimited",
+    json: undefined,
+  });
   const app = new Hono();
   app.post(operation.path, async (c) => c.json({ input: await readOperationInput(c, operation) }));
+  app.post(unlimited.path, async (c) => c.json({ input: await readOperationInput(c, unlimited) }));
   app.onError((error) => {
     if (!(error instanceof Problem)) throw error;
     const { status, headers, body } = error.toResponse();
@@ -69,5 +78,17 @@ describe("a JSON body over INLINE_JSON_BODY_BYTES is parsed in a worker thread",
       expect(invalid.status).toBe(400);
       expect((await invalid.json()).errors[0].pointer).toBe("");
     }
+  });
+
+  it("refuses a body nested deeper than MAX_JSON_DEPTH with a 400 and its pointer (150,000 levels were a 500)", async () => {
+    const nested = `${"[".repeat(150_000)}${"]".repeat(150_000)}`;
+    const response = await app.request(unlimited.path, {
+      method: "POST",
+      body: `{"pad":"${big}","doc":${nested}}`,
+    });
+    expect(response.status).toBe(400);
+    const [error] = (await response.json()).errors;
+    expect(error.pointer).toBe(`/doc${"/0".repeat(MAX_JSON_DEPTH - 1)}`);
+    expect(error.message).toContain(`nested deeper than ${MAX_JSON_DEPTH} levels`);
   });
 });

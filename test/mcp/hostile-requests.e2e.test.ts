@@ -3,6 +3,7 @@ import type { PaymentRequired } from "@x402/core/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { atomicPrice } from "../../src/catalog/price.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { MAX_JSON_DEPTH } from "../../src/input/parse-input.ts";
 import { jsonDiff } from "../../src/operations/json-diff/index.ts";
 import { unitConvert } from "../../src/operations/unit-convert/index.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
@@ -79,10 +80,16 @@ describe("a hostile client of the MCP endpoint", () => {
     const result = await resultOf(await post(toolCall("json-diff", deep)));
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ status: 400, errors: http.errors });
-    // An operation without a depth limit of its own: its schema names the field, as over HTTP.
+    // An operation without a depth limit of its own: every JSON body's MAX_JSON_DEPTH, as over HTTP.
+    const unlimitedHttp = (await (
+      await fetch(`${service.url}/v1/unit-convert`, { ...jsonPost({}), body: `{"value":${nested}}` })
+    ).json()) as Record<string, unknown>;
+    expect(unlimitedHttp.status).toBe(400);
     const unlimited = await resultOf(await post(toolCall("unit-convert", `{"value":${nested}}`)));
-    expect(unlimited.structuredContent).toMatchObject({ status: 400 });
-    expect(JSON.stringify(unlimited.structuredContent.errors)).toContain('"/value"');
+    expect(unlimited.structuredContent).toMatchObject({ status: 400, errors: unlimitedHttp.errors });
+    expect(JSON.stringify(unlimited.structuredContent.errors)).toContain(
+      `"/value${"/0".repeat(MAX_JSON_DEPTH - 1)}"`,
+    );
   });
 
   it("a payment in _meta that is not an object, or a v1 payload, is refused with the terms, nothing charged", async () => {
