@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
 import { JOB_STATUS_PATH } from "../catalog/registry.ts";
 import { SERVICE } from "../catalog/service.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../http/read-input.ts";
+import { INLINE_JSON_BODY_BYTES } from "../http/large-json-body.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { invalidRequest } from "../problem.ts";
@@ -22,11 +22,13 @@ import { toolTerms } from "./tool-terms.ts";
 import { type ToolHandler, toolTable } from "./tools.ts";
 
 /**
- * The largest request the endpoint reads: a tool's arguments up to the routes' default body limit and the
- * JSON-RPC envelope with its payment. The SDK parses a request on the main thread, so larger inputs
- * (json-diff takes up to 8 MiB) go to the HTTP route, which parses them in a worker.
+ * The largest request the endpoint reads: a tool's arguments up to the size the HTTP routes parse on the
+ * main thread (INLINE_JSON_BODY_BYTES) and the JSON-RPC envelope with its payment. The SDK parses a whole
+ * message on the main thread (its checks walk every key), so an unpaid message is bounded as an unpaid
+ * HTTP body is; larger inputs (the routes take 1 MiB, json-diff 8 MiB) go to the HTTP route, which parses
+ * them in a worker.
  */
-export const MCP_MAX_REQUEST_BYTES = DEFAULT_MAX_BODY_BYTES + 64 * 1024;
+export const MCP_MAX_REQUEST_BYTES = INLINE_JSON_BODY_BYTES + 64 * 1024;
 
 /** What the MCP door needs of the service (a part of buildApp's services). */
 export interface McpDoorServices {

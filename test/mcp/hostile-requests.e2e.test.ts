@@ -176,6 +176,14 @@ describe("a hostile client of the MCP endpoint", () => {
     expect(await response.json()).toMatchObject({ error: { code: -32600 } });
   });
 
+  it("a message over 320 KiB (arguments larger than the routes parse on the main thread) is a 413", async () => {
+    const at = (bytes: number) => toolCall("json-diff", `{"a":"${"x".repeat(bytes)}","b":1}`);
+    expect((await post(at(250 * 1024))).status).toBe(200);
+    const response = await post(at(330 * 1024));
+    expect(response.status).toBe(413);
+    expect(await response.json()).toMatchObject({ error: { code: -32000 } });
+  });
+
   it("50 MB without a declared length (chunked) is cut at the bound: 413", async () => {
     const chunk = new TextEncoder().encode(
       `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"json-diff","arguments":{"a":"${"x".repeat(1024 * 1024)}`,
