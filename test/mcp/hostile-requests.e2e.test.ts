@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { atomicPrice } from "../../src/catalog/price.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { MAX_JSON_DEPTH } from "../../src/input/parse-input.ts";
+import { humanoidFmeaQuery } from "../../src/operations/humanoid-fmea-query/index.ts";
 import { jsonDiff } from "../../src/operations/json-diff/index.ts";
 import { unitConvert } from "../../src/operations/unit-convert/index.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
@@ -47,7 +48,7 @@ describe("a hostile client of the MCP endpoint", () => {
   };
 
   beforeAll(async () => {
-    service = await startTestService({}, { operations: [jsonDiff, unitConvert] });
+    service = await startTestService({}, { operations: [jsonDiff, unitConvert, humanoidFmeaQuery] });
     const initialize = await post(
       JSON.stringify({
         jsonrpc: "2.0",
@@ -82,10 +83,10 @@ describe("a hostile client of the MCP endpoint", () => {
     expect(result.structuredContent).toMatchObject({ status: 400, errors: http.errors });
     // An operation without a depth limit of its own: every JSON body's MAX_JSON_DEPTH, as over HTTP.
     const unlimitedHttp = (await (
-      await fetch(`${service.url}/v1/unit-convert`, { ...jsonPost({}), body: `{"value":${nested}}` })
+      await fetch(`${service.url}/v1/humanoid-fmea-query`, { ...jsonPost({}), body: `{"value":${nested}}` })
     ).json()) as Record<string, unknown>;
     expect(unlimitedHttp.status).toBe(400);
-    const unlimited = await resultOf(await post(toolCall("unit-convert", `{"value":${nested}}`)));
+    const unlimited = await resultOf(await post(toolCall("humanoid-fmea-query", `{"value":${nested}}`)));
     expect(unlimited.structuredContent).toMatchObject({ status: 400, errors: unlimitedHttp.errors });
     expect(JSON.stringify(unlimited.structuredContent.errors)).toContain(
       `"/value${"/0".repeat(MAX_JSON_DEPTH - 1)}"`,
