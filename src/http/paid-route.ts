@@ -13,9 +13,8 @@ import type { PaymentGate } from "../payments/resource-server/gate.ts";
 import {
   asPaymentPayload,
   type GateOutcome,
-  type PaidRequest,
+  paidRequestOf,
 } from "../payments/resource-server/paid-request.ts";
-import { paymentWithIdentifier } from "../payments/resource-server/payment-identifier-extension.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
 import { fileResponse } from "../products/download.ts";
@@ -67,20 +66,19 @@ export function paidRoute(options: {
     // A call without payment gets the terms at once: nothing of the request is read for it (the 402 is hot).
     const requestLog = header ? log.child({ requestId, operation: operation.id }) : log;
     const decoded = header ? dialect.decode(header, terms) : undefined;
-    const request: PaidRequest = {
+    const request = paidRequestOf({
       operation,
       terms,
       input,
-      ...paymentWithIdentifier(decoded),
+      decoded,
+      handler,
       requestId,
       log: requestLog,
+      now,
       door: dialect.door,
       downloadToken: header ? c.req.header(DOWNLOAD_TOKEN_HEADER) : undefined,
       client: header ? requestClient(c) : undefined,
-      run: ({ paymentKey, payer }) =>
-        handler.handle(input, { requestId, log: requestLog, now, paymentKey, payer }),
-      onFinal: handler.paymentFinal?.bind(handler),
-    };
+    });
     const answer = dialect.render(httpAnswer(await gate.handle(request), operation.path, unpaid));
     // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
     return answer.file

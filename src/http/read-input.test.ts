@@ -6,6 +6,22 @@ import { checkJsonStructure } from "../input/parse-input.ts";
 import { Problem } from "../problem.ts";
 import { readOperationInput } from "./read-input.ts";
 
+/** A body operation for these tests; each test names its id and path. */
+const base = {
+  method: "POST",
+  priceUsd: "0.01",
+  kind: "sync",
+  summary: "test",
+  description: "test",
+  tags: [],
+  inputFrom: "body",
+  input: z.object({ doc: z.unknown() }),
+  output: z.unknown(),
+  outputContentType: "application/json",
+  example: {},
+  errorResponses: [],
+} as const;
+
 describe("checkJsonStructure", () => {
   const check = (text: string, limits: JsonBodyLimits) => {
     JSON.parse(text); // the precondition: text JSON.parse accepted
@@ -80,20 +96,6 @@ describe("checkJsonStructure", () => {
 });
 
 describe("readOperationInput with JSON body limits", () => {
-  const base = {
-    method: "POST",
-    priceUsd: "0.01",
-    kind: "sync",
-    summary: "test",
-    description: "test",
-    tags: [],
-    inputFrom: "body",
-    input: z.object({ doc: z.unknown() }),
-    output: z.unknown(),
-    outputContentType: "application/json",
-    example: {},
-    errorResponses: [],
-  } as const;
   const limited = defineOperation({
     ...base,
     id: "limited",
@@ -224,20 +226,6 @@ describe("readOperationInput with a declared Content-Length", () => {
     };
     return { c: c as unknown as Parameters<typeof readOperationInput>[0], touched };
   };
-  const base = {
-    method: "POST",
-    priceUsd: "0.01",
-    kind: "sync",
-    summary: "test",
-    description: "test",
-    tags: [],
-    inputFrom: "body",
-    input: z.object({ doc: z.unknown() }),
-    output: z.unknown(),
-    outputContentType: "application/json",
-    example: {},
-    errorResponses: [],
-  } as const;
 
   it("for an operation that reads its own bytes", async () => {
     const bytesOf = defineOperation({

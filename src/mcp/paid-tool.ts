@@ -4,8 +4,7 @@ import type { Logger } from "pino";
 import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
 import { httpAnswer } from "../http/paid-route.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
-import { asPaymentPayload, type PaidRequest } from "../payments/resource-server/paid-request.ts";
-import { paymentWithIdentifier } from "../payments/resource-server/payment-identifier-extension.ts";
+import { asPaymentPayload, paidRequestOf } from "../payments/resource-server/paid-request.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
 import { isStoreOutage } from "../store/outage.ts";
@@ -66,18 +65,17 @@ export function paidTool(options: {
       const requestId = randomUUID();
       const requestLog = log.child({ requestId, operation: operation.id, door: "mcp" });
       const decoded = asPaymentPayload(presented, `_meta["${PAYMENT_META_KEY}"]`);
-      const request: PaidRequest = {
+      const request = paidRequestOf({
         operation,
         terms,
         input,
-        ...paymentWithIdentifier(decoded),
+        decoded,
+        handler,
         requestId,
         log: requestLog,
+        now,
         door: "mcp",
-        run: ({ paymentKey, payer }) =>
-          handler.handle(input, { requestId, log: requestLog, now, paymentKey, payer }),
-        onFinal: handler.paymentFinal?.bind(handler),
-      };
+      });
       const outcome = await gate.handle(request);
       if (outcome.kind === "payment-required") return unpaid;
       return storedResult(httpAnswer(outcome, instance), outcome.kind === "answer" && outcome.replayed);

@@ -1,8 +1,9 @@
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import type { Logger } from "pino";
-import type { AnyOperation, OperationResult } from "../../catalog/operation.ts";
+import type { AnyOperation, OperationResult, StartedOperation } from "../../catalog/operation.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentState, StoredOutcome } from "../../store/store.ts";
+import { paymentWithIdentifier } from "./payment-identifier-extension.ts";
 import type { PaymentTerms } from "./terms.ts";
 
 /**
@@ -12,6 +13,33 @@ import type { PaymentTerms } from "./terms.ts";
 export function asPaymentPayload(value: unknown, what: string): PaymentPayload | { unreadable: string } {
   if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as PaymentPayload;
   return { unreadable: `${what} is not an x402 PaymentPayload object` };
+}
+
+/**
+ * The PaidRequest of one call through a door to a started operation: the decoded payment with its
+ * payment-identifier, and the operation's work under the payment (run, onFinal). Every door builds it so.
+ */
+export function paidRequestOf(call: {
+  operation: AnyOperation;
+  terms: PaymentTerms;
+  input: unknown;
+  decoded: PaymentPayload | { unreadable: string } | undefined;
+  handler: StartedOperation<unknown, unknown>;
+  requestId: string;
+  log: Logger;
+  now: () => Date;
+  door: string;
+  downloadToken?: string;
+  client?: string;
+}): PaidRequest {
+  const { decoded, handler, now, ...request } = call;
+  const { input, requestId, log } = call;
+  return {
+    ...request,
+    ...paymentWithIdentifier(decoded),
+    run: ({ paymentKey, payer }) => handler.handle(input, { requestId, log, now, paymentKey, payer }),
+    onFinal: handler.paymentFinal?.bind(handler),
+  };
 }
 
 /**
