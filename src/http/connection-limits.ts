@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from "node:http";
+import { type IncomingMessage, type Server, type ServerOptions, ServerResponse } from "node:http";
 import { BlockList, isIP, type Socket } from "node:net";
 import type { Http2Bindings, HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
@@ -17,6 +17,35 @@ export interface NodeBindings {
 
 type Fetch = (request: Request, env: HttpBindings | Http2Bindings) => unknown;
 
+const ON_CLOSE = Symbol("onClose");
+
+/**
+ * A response that calls back once when it closes, without adding a listener: `limitRequestsPerClient`
+ * releases a request's count this way. One more "close" listener on every response made each request's
+ * objects survive young-generation collections (3 MB promoted per scavenge instead of 0.2 MB): an unpaid
+ * 402 cost about 35 % more CPU, most of it garbage collection.
+ */
+export class ClosingResponse<
+  Request extends IncomingMessage = IncomingMessage,
+> extends ServerResponse<Request> {
+  [ON_CLOSE]?: () => void;
+
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    if (event === "close") {
+      const onClose = this[ON_CLOSE];
+      this[ON_CLOSE] = undefined;
+      onClose?.();
+    }
+    return super.emit(event, ...args);
+  }
+}
+
+/** Calls `callback` once when `response` closes (by ClosingResponse if it is one, else by a listener). */
+function whenClosed(response: ServerResponse, callback: () => void): void {
+  if (response instanceof ClosingResponse) response[ON_CLOSE] = callback;
+  else response.once("close", callback);
+}
+
 /**
  * Node's own timeouts, tightened: a connection that sends nothing (or a request head slowly) is
  * answered 408 and closed after `headersTimeoutMs`, checked every second (Node 20 checks every
@@ -24,6 +53,7 @@ type Fetch = (request: Request, env: HttpBindings | Http2Bindings) => unknown;
  */
 export function httpServerOptions(limits: HttpLimits): ServerOptions {
   return {
+    ServerResponse: ClosingResponse,
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -215,7 +245,7 @@ export function limitRequestsPerClient(fetch: Fetch, limits: HttpLimits): Fetch 
       if (left > 0) inFlight.set(client, left);
       else inFlight.delete(client);
     };
-    env.outgoing.once("close", release);
+    whenClosed(env.outgoing, release);
     try {
       return fetch(request, bindings);
     } catch (error) {
