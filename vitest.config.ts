@@ -47,12 +47,28 @@ const SRC_TESTS_THAT_START_THINGS = [
   "src/store/store.test.ts", // the store contract on PostgreSQL too
 ];
 
+/**
+ * Unit tests that replace a module (vi.mock) run isolated, one module graph per file; the rest of the unit
+ * project shares one per worker (`isolate: false`: the unit run's time was mostly importing, 27 s of 67 s).
+ */
+const UNIT_TESTS_THAT_MOCK_MODULES = ["src/operations/json-diff/self-check.test.ts"];
+
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: "forks" as const };
 
 export default defineConfig({
   test: {
     projects: [
-      { test: { ...shared, name: "unit", include: UNIT, exclude: SRC_TESTS_THAT_START_THINGS, sequence: { groupOrder: 0 } } },
+      {
+        test: {
+          ...shared,
+          name: "unit",
+          include: UNIT,
+          exclude: [...SRC_TESTS_THAT_START_THINGS, ...UNIT_TESTS_THAT_MOCK_MODULES],
+          isolate: false,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      { test: { ...shared, name: "unit-mocked", include: UNIT_TESTS_THAT_MOCK_MODULES, sequence: { groupOrder: 0 } } },
       {
         test: {
           ...shared,
