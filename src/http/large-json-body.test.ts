@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { afterAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import { BODY_OPERATION } from "../../test/helpers/body-operation.ts";
 import { type AnyOperation, defineOperation } from "../catalog/operation.ts";
 import { MAX_JSON_DEPTH } from "../input/parse-input.ts";
 import { Problem } from "../problem.ts";
@@ -10,19 +10,8 @@ import { readOperationInput } from "./read-input.ts";
 describe("a JSON body over INLINE_JSON_BODY_BYTES is parsed in a worker thread", () => {
   const operation = defineOperation({
     id: "large",
-    method: "POST",
+    ...BODY_OPERATION,
     path: "/v1/large",
-    priceUsd: "0.01",
-    kind: "sync",
-    summary: "test",
-    description: "test",
-    tags: [],
-    inputFrom: "body",
-    input: z.object({ doc: z.unknown() }),
-    output: z.unknown(),
-    outputContentType: "application/json",
-    example: {},
-    errorResponses: [],
     maxBodyBytes: 4 * 1024 * 1024,
     json: { maxDepth: 4, rejectDuplicateKeys: true, maxValues: 1000 },
   }) as AnyOperation;

@@ -1,26 +1,13 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { BODY_OPERATION } from "../../test/helpers/body-operation.ts";
 import { type AnyOperation, defineOperation, type JsonBodyLimits } from "../catalog/operation.ts";
 import { checkJsonStructure } from "../input/parse-input.ts";
 import { Problem } from "../problem.ts";
 import { readOperationInput } from "./read-input.ts";
 
-/** A body operation for these tests; each test names its id and path. */
-const base = {
-  method: "POST",
-  priceUsd: "0.01",
-  kind: "sync",
-  summary: "test",
-  description: "test",
-  tags: [],
-  inputFrom: "body",
-  input: z.object({ doc: z.unknown() }),
-  output: z.unknown(),
-  outputContentType: "application/json",
-  example: {},
-  errorResponses: [],
-} as const;
+const base = BODY_OPERATION;
 
 describe("checkJsonStructure", () => {
   const check = (text: string, limits: JsonBodyLimits) => {
