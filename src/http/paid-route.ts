@@ -60,12 +60,16 @@ export function paidRoute(options: {
     const v1Header = v2Header ? undefined : c.req.header(X_PAYMENT_HEADER);
     const header = v2Header ?? v1Header;
     const dialect = v1Header ? V1 : V2;
-    // Work that cannot be taken now (an async operation without a live worker) is refused before the 402.
-    if (!header) await handler.admit?.();
+    // A call without payment gets the terms at once, as the MCP door answers one: nothing of the request is
+    // read for it and the gate is not asked (the 402 is hot). Work that cannot be taken now (an async
+    // operation without a live worker) is refused before it.
+    if (!header) {
+      await handler.admit?.();
+      return respond(c, unpaid.body, { status: unpaid.status, headers: unpaid.headers });
+    }
     const requestId = c.get("requestId");
-    // A call without payment gets the terms at once: nothing of the request is read for it (the 402 is hot).
-    const requestLog = header ? log.child({ requestId, operation: operation.id }) : log;
-    const decoded = header ? dialect.decode(header, terms) : undefined;
+    const requestLog = log.child({ requestId, operation: operation.id });
+    const decoded = dialect.decode(header, terms);
     const request = paidRequestOf({
       operation,
       terms,
@@ -76,8 +80,8 @@ export function paidRoute(options: {
       log: requestLog,
       now,
       door: dialect.door,
-      downloadToken: header ? c.req.header(DOWNLOAD_TOKEN_HEADER) : undefined,
-      client: header ? requestClient(c) : undefined,
+      downloadToken: c.req.header(DOWNLOAD_TOKEN_HEADER),
+      client: requestClient(c),
     });
     const answer = dialect.render(httpAnswer(await gate.handle(request), operation.path, unpaid));
     // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
