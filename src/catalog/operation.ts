@@ -90,7 +90,16 @@ export interface JsonBodyLimits {
   maxValues?: number;
 }
 
-/** What an operation's own body reader is given besides the body's bytes. */
+/**
+ * A request body as a door hands it to an operation's reader: its text when the door read it as text
+ * (http/read-input.ts reads a body of a declared length up to INLINE_JSON_BODY_BYTES so; the MCP door has
+ * its arguments as text), else its bytes (a large or chunked body, which the reader may hand to a worker
+ * thread). Text for the common small body: copying a socket chunk into an ArrayBuffer of its own was the
+ * dearest single step of an unpaid csv-cleanup 402.
+ */
+export type RequestBody = string | Uint8Array;
+
+/** What an operation's own body reader is given besides the body. */
 export interface BodyRequest {
   /** The Content-Type header as sent (absent: undefined). */
   contentType: string | undefined;
@@ -132,10 +141,10 @@ export interface OperationDefinition<I = unknown, O = unknown> {
   json?: JsonBodyLimits;
   /**
    * Reads the body itself instead of the JSON reader (another content type, numbers kept exactly, work
-   * moved off the main thread): given the body's bytes (within maxBodyBytes), it returns the validated
-   * input or throws a Problem, before any payment.
+   * moved off the main thread): given the body (within maxBodyBytes; its text or its bytes, see
+   * RequestBody), it returns the validated input or throws a Problem, before any payment.
    */
-  readBody?: (body: Uint8Array, request: BodyRequest) => Promise<I>;
+  readBody?: (body: RequestBody, request: BodyRequest) => Promise<I>;
   /** For the documents: request bodies readBody takes besides application/json (content type → schema). */
   otherBodies?: Record<string, { schema: z.ZodType; example?: unknown }>;
   /** For the documents: query parameters that go with a body (e.g. a CSV body's options). */

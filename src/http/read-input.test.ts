@@ -2,9 +2,15 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { BODY_OPERATION } from "../../test/helpers/body-operation.ts";
-import { type AnyOperation, defineOperation, type JsonBodyLimits } from "../catalog/operation.ts";
-import { checkJsonStructure } from "../input/parse-input.ts";
+import {
+  type AnyOperation,
+  defineOperation,
+  type JsonBodyLimits,
+  type RequestBody,
+} from "../catalog/operation.ts";
+import { checkJsonStructure, decodeBody } from "../input/parse-input.ts";
 import { Problem } from "../problem.ts";
+import { INLINE_JSON_BODY_BYTES } from "./large-json-body.ts";
 import { readOperationInput } from "./read-input.ts";
 
 const base = BODY_OPERATION;
@@ -194,11 +200,14 @@ describe("readOperationInput with JSON body limits", () => {
 describe("readOperationInput with a declared Content-Length", () => {
   // @hono/node-server builds a whole web Request and ReadableStream the first time `request.body` is
   // read: most of an unpaid 402's CPU. A declared length is read whole (`text`/`arrayBuffer`) instead.
-  const watched = (body: string) => {
+  const watched = (body: string | Uint8Array<ArrayBuffer>) => {
     const request = new Request("http://service.test/v1/op", {
       method: "POST",
       body,
-      headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) },
+      headers: {
+        "content-type": "application/json",
+        "content-length": String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength),
+      },
     });
     const touched: string[] = [];
     const raw = new Proxy(request, {
@@ -214,15 +223,32 @@ describe("readOperationInput with a declared Content-Length", () => {
     return { c: c as unknown as Parameters<typeof readOperationInput>[0], touched };
   };
 
-  it("for an operation that reads its own bytes", async () => {
-    const bytesOf = defineOperation({
-      ...base,
-      id: "bytes",
-      path: "/v1/op",
-      readBody: async (bytes: Uint8Array) => ({ doc: new TextDecoder().decode(bytes) }),
+  // An operation's own reader gets a small body as text (decoded once, no ArrayBuffer copy) and a large
+  // one as bytes; both decode alike, invalid UTF-8 included (U+FFFD), so the reader answers alike.
+  const ownReader = defineOperation({
+    ...base,
+    id: "own-reader",
+    path: "/v1/op",
+    maxBodyBytes: 2 * INLINE_JSON_BODY_BYTES,
+    readBody: async (body: RequestBody) => ({ given: typeof body, doc: decodeBody(body) }),
+  });
+
+  it("for an operation that reads its own body: a small one as text", async () => {
+    const { c, touched } = watched(Buffer.from('{"doc":"\xff"}', "latin1"));
+    expect(await readOperationInput(c, ownReader as AnyOperation)).toEqual({
+      given: "string",
+      doc: '{"doc":"\ufffd"}',
     });
-    const { c, touched } = watched('{"doc":1}');
-    expect(await readOperationInput(c, bytesOf as AnyOperation)).toEqual({ doc: '{"doc":1}' });
+    expect(touched).toEqual([]);
+  });
+
+  it("for an operation that reads its own body: a large one as bytes", async () => {
+    const filler = "a".repeat(INLINE_JSON_BODY_BYTES);
+    const { c, touched } = watched(Buffer.from(`{"doc":"\xff${filler}"}`, "latin1"));
+    expect(await readOperationInput(c, ownReader as AnyOperation)).toEqual({
+      given: "object",
+      doc: `{"doc":"\ufffd${filler}"}`,
+    });
     expect(touched).toEqual([]);
   });
 

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { AnyOperation } from "../catalog/operation.ts";
+import type { AnyOperation, RequestBody } from "../catalog/operation.ts";
 import { decodeBody, parseJsonBody, queryToObject } from "../input/parse-input.ts";
 import { invalidRequest, Problem, zodIssuesToFieldErrors } from "../problem.ts";
 import { INLINE_JSON_BODY_BYTES, parseLargeJsonBody } from "./large-json-body.ts";
@@ -12,7 +12,7 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
  */
 export async function readOperationInput(c: Context, operation: AnyOperation): Promise<unknown> {
   if (operation.inputFrom === "body" && operation.readBody) {
-    const body = await readBodyBytes(c.req.raw, operation.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    const body = await readRequestBody(c.req.raw, operation.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
     return operation.readBody(body, { contentType: c.req.header("content-type"), query: c.req.queries() });
   }
   let raw: unknown = {};
@@ -42,13 +42,18 @@ async function readJsonBody(request: Request, operation: AnyOperation): Promise<
   return parseLargeJsonBody(body, operation);
 }
 
-/** The body's bytes, cut at `limit` (413) whether or not a length was declared. */
-async function readBodyBytes(request: Request, limit: number): Promise<Uint8Array> {
+/**
+ * The body for an operation's own reader, cut at `limit` (413) whether or not a length was declared: its
+ * text when the declared length is at most INLINE_JSON_BODY_BYTES, else its bytes (see RequestBody).
+ */
+async function readRequestBody(request: Request, limit: number): Promise<RequestBody> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
     if (Number(declared) > limit) throw tooLarge(limit);
     // Read whole, straight from the socket: touching `request.body` first would make
-    // @hono/node-server build a web Request and ReadableStream (most of an unpaid 402's CPU).
+    // @hono/node-server build a web Request and ReadableStream (most of an unpaid 402's CPU). As text
+    // when small: arrayBuffer() copies the socket's chunk into a new ArrayBuffer, dearer than decoding it.
+    if (Number(declared) <= INLINE_JSON_BODY_BYTES) return request.text();
     return new Uint8Array(await request.arrayBuffer());
   }
   if (!request.body) return new Uint8Array(0);

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { AnyOperation, JsonBodyLimits } from "../catalog/operation.ts";
+import type { AnyOperation, JsonBodyLimits, RequestBody } from "../catalog/operation.ts";
 import { escapePointerToken, type FieldError, invalidRequest, toPointer } from "../problem.ts";
 
 /*
@@ -10,8 +10,13 @@ import { escapePointerToken, type FieldError, invalidRequest, toPointer } from "
 /** UTF-8 as `Request.text()` decodes it: invalid bytes become U+FFFD, a leading byte order mark is dropped (RFC 8259 §8.1 allows ignoring it). */
 const utf8 = new TextDecoder();
 
-/** A body's bytes decoded as the JSON reader decodes them. */
-export const decodeBody = (body: Uint8Array) => utf8.decode(body);
+/** A body decoded as the JSON reader decodes it (text is already decoded). */
+export const decodeBody = (body: RequestBody): string =>
+  typeof body === "string" ? body : utf8.decode(body);
+
+/** A body's size in bytes of UTF-8. */
+export const bodyByteLength = (body: RequestBody): number =>
+  typeof body === "string" ? Buffer.byteLength(body, "utf8") : body.byteLength;
 
 /**
  * Every JSON body's nesting ceiling, whatever the operation's own limits: no real input is deeper, and a

@@ -1,7 +1,7 @@
 import type { AnyOperation } from "../catalog/operation.ts";
 import { INLINE_JSON_BODY_BYTES, parseLargeJsonBody } from "../http/large-json-body.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../http/read-input.ts";
-import { parseJsonBody } from "../input/parse-input.ts";
+import { bodyByteLength, parseJsonBody } from "../input/parse-input.ts";
 import { invalidRequest, Problem, zodIssuesToFieldErrors } from "../problem.ts";
 
 /**
@@ -15,16 +15,16 @@ export async function readToolInput(
   args: Record<string, unknown>,
 ): Promise<unknown> {
   const text = argumentsText(args);
-  const body = Buffer.from(text, "utf8");
+  const size = bodyByteLength(text);
   const limit = operation.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  if (body.byteLength > limit) {
+  if (size > limit) {
     throw Problem.of("body-too-large", `the tool's arguments exceed ${limit} bytes of JSON`);
   }
-  if (operation.readBody) return operation.readBody(body, { contentType: "application/json", query: {} });
+  if (operation.readBody) return operation.readBody(text, { contentType: "application/json", query: {} });
   const raw =
-    body.byteLength <= INLINE_JSON_BODY_BYTES
+    size <= INLINE_JSON_BODY_BYTES
       ? parseJsonBody(text, operation)
-      : await parseLargeJsonBody(body, operation);
+      : await parseLargeJsonBody(Buffer.from(text, "utf8"), operation);
   const parsed = operation.input.safeParse(raw);
   if (!parsed.success) throw invalidRequest(zodIssuesToFieldErrors(parsed.error.issues));
   return parsed.data;

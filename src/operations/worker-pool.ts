@@ -1,5 +1,6 @@
 import os from "node:os";
 import { Worker } from "node:worker_threads";
+import type { RequestBody } from "../catalog/operation.ts";
 import { Problem, type ProblemBody, type ProblemType } from "../problem.ts";
 
 /**
@@ -473,13 +474,13 @@ export async function serveWorker<T, R>(handle: (task: T) => R | Promise<R>): Pr
 }
 
 /**
- * A request whose body is kept as bytes and checked in a worker: what the payment gate hashes to
+ * A request whose body is kept as it came (text or bytes) and checked in a worker: what the payment gate hashes to
  * recognise the same request again is its canonical digest (computed in the worker), not the
  * documents themselves, so nothing large is serialized on the main thread.
  */
 export class OffThreadInput {
   constructor(
-    readonly body: Uint8Array,
+    readonly body: RequestBody,
     readonly contentType: string | undefined,
     readonly query: Record<string, string[]>,
     /** sha256 of the RFC 8785 form of the validated request. */

@@ -1,4 +1,5 @@
-import { type BodyRequest, defineOperation } from "../../catalog/operation.ts";
+import { type BodyRequest, defineOperation, type RequestBody } from "../../catalog/operation.ts";
+import { bodyByteLength } from "../../input/parse-input.ts";
 import { defaultPoolSize, OffThreadInput, WorkerPool } from "../worker-pool.ts";
 import {
   CSV_BODY_DOC,
@@ -39,8 +40,9 @@ async function closeCsvCleanupPool(): Promise<void> {
   await closing?.close();
 }
 
-async function readBody(body: Uint8Array, { contentType, query }: BodyRequest) {
-  if (body.byteLength <= CSV_CLEANUP_INLINE_BYTES) return readCsvCleanupRequest(body, contentType, query);
+async function readBody(body: RequestBody, { contentType, query }: BodyRequest) {
+  if (bodyByteLength(body) <= CSV_CLEANUP_INLINE_BYTES)
+    return readCsvCleanupRequest(body, contentType, query);
   const task = { kind: "check", body, contentType, query } as const;
   const { digest } = (await csvCleanupPool().run(task)) as { digest: string };
   return new OffThreadInput(body, contentType, query, digest) as unknown as CsvCleanupInput;

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { CsvError, parse as parseCsv } from "csv-parse/sync";
 import { z } from "zod";
 import { canonicalJson } from "../../canonical-json.ts";
+import type { RequestBody } from "../../catalog/operation.ts";
 import { decodeBody, parseJsonBody, queryToObject } from "../../input/parse-input.ts";
 import { type FieldError, invalidRequest, toPointer, zodIssuesToFieldErrors } from "../../problem.ts";
 import { cleanupRows } from "./cleanup.ts";
@@ -53,12 +54,12 @@ const isJson = (contentType: string | undefined) =>
   contentType === undefined || /^\s*(application\/([\w.+-]*\+)?json|text\/plain)\s*(;|$)/i.test(contentType);
 
 /**
- * A csv-cleanup body, from its bytes to the validated request, before any payment: JSON (numbers
+ * A csv-cleanup body, from its text or bytes to the validated request, before any payment: JSON (numbers
  * kept exactly as written) or RFC 4180 CSV with its options in the query string. Every problem is
  * a 400 naming the field with a JSON Pointer into the request as JSON (a CSV record is /rows/<i>).
  */
 export function readCsvCleanupRequest(
-  body: Uint8Array,
+  body: RequestBody,
   contentType: string | undefined,
   query: Record<string, string[]>,
 ): CsvCleanupInput {

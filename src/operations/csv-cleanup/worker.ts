@@ -1,10 +1,11 @@
+import type { RequestBody } from "../../catalog/operation.ts";
 import { serveWorker } from "../worker-pool.ts";
 import { readCsvCleanupRequest, requestDigest, runCleanup } from "./read-request.ts";
 
 /** Work a csv-cleanup worker does on a large body: check it (before payment) or clean it (after). */
 export interface CsvCleanupTask {
   kind: "check" | "run";
-  body: Uint8Array;
+  body: RequestBody;
   contentType: string | undefined;
   query: Record<string, string[]>;
 }

@@ -1,4 +1,5 @@
-import { defineOperation } from "../../catalog/operation.ts";
+import { type BodyRequest, defineOperation, type RequestBody } from "../../catalog/operation.ts";
+import { bodyByteLength } from "../../input/parse-input.ts";
 import { defaultPoolSize, OffThreadInput, WorkerPool } from "../worker-pool.ts";
 import { jsonDiff as diffDocuments } from "./json-diff.ts";
 import { JSON_DIFF_BODY_LIMITS, readJsonDiffRequest } from "./read-request.ts";
@@ -38,11 +39,8 @@ async function closeJsonDiffPool(): Promise<void> {
 }
 
 /** A small body: checked here. A large one: checked in a worker; the bytes wait for the paid call. */
-async function readBody(
-  body: Uint8Array,
-  request: { contentType: string | undefined; query: Record<string, string[]> },
-) {
-  if (body.byteLength <= JSON_DIFF_INLINE_BYTES) return readJsonDiffRequest(body);
+async function readBody(body: RequestBody, request: BodyRequest) {
+  if (bodyByteLength(body) <= JSON_DIFF_INLINE_BYTES) return readJsonDiffRequest(body);
   const checked = (await jsonDiffPool().run({ kind: "check", body })) as { digest: string };
   return new OffThreadInput(body, request.contentType, {}, checked.digest) as unknown as JsonDiffInput;
 }

@@ -1,3 +1,4 @@
+import type { RequestBody } from "../../catalog/operation.ts";
 import { decodeBody, parseJsonBody } from "../../input/parse-input.ts";
 import { invalidRequest, zodIssuesToFieldErrors } from "../../problem.ts";
 import { CanonicalWriter, type Json, sha256 } from "./canonical.ts";
@@ -7,12 +8,12 @@ import { type JsonDiffInput, JsonDiffRequest, MAX_DOCUMENT_DEPTH } from "./schem
 export const JSON_DIFF_BODY_LIMITS = { maxDepth: MAX_DOCUMENT_DEPTH + 1, rejectDuplicateKeys: true };
 
 /**
- * A json-diff body from its bytes to the validated request, with every check the JSON reader makes
+ * A json-diff body from its text or bytes to the validated request, with every check the JSON reader makes
  * (valid JSON, depth, duplicate member names, 1e999 and lone surrogates) and the request schema's;
  * throws a 400 Problem naming the field. The same function runs on the main thread for a small body
  * and in a worker for a large one, so both answer alike.
  */
-export function readJsonDiffRequest(body: Uint8Array): JsonDiffInput {
+export function readJsonDiffRequest(body: RequestBody): JsonDiffInput {
   const raw = parseJsonBody(decodeBody(body), { json: JSON_DIFF_BODY_LIMITS });
   const parsed = JsonDiffRequest.safeParse(raw);
   if (!parsed.success) throw invalidRequest(zodIssuesToFieldErrors(parsed.error.issues));

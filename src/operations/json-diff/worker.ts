@@ -1,9 +1,10 @@
+import type { RequestBody } from "../../catalog/operation.ts";
 import { serveWorker } from "../worker-pool.ts";
 import { jsonDiff } from "./json-diff.ts";
 import { readJsonDiffRequest, requestDigest } from "./read-request.ts";
 
 /** Work a json-diff worker does on a large body: check it (before payment) or diff it (after). */
-export type JsonDiffTask = { kind: "check"; body: Uint8Array } | { kind: "diff"; body: Uint8Array };
+export type JsonDiffTask = { kind: "check" | "diff"; body: RequestBody };
 export type JsonDiffTaskResult = { digest: string } | { bodyText: string };
 
 await serveWorker<JsonDiffTask, JsonDiffTaskResult>((task) => {
