@@ -1,3 +1,4 @@
+import "./gc-tuning.ts";
 import { format } from "node:util";
 import { serve } from "@hono/node-server";
 import type { Logger } from "pino";
