@@ -7,6 +7,7 @@ import type { AnyOperation } from "../../src/catalog/operation.ts";
 import { BASE_USDC_ADDRESS, type Config, loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { type RunningService, startService } from "../../src/serve.ts";
+import { StartupError } from "../../src/startup-error.ts";
 import { createTestDatabase } from "./postgres.ts";
 
 export async function freePort(): Promise<number> {
@@ -24,13 +25,42 @@ export interface TestService extends RunningService {
   dataDir: string;
 }
 
+type TestServiceOptions = { operations?: readonly AnyOperation[]; clock?: () => number };
+
 /**
  * Starts the real service (local test chain by default) on free ports with a fresh data
  * directory under the OS temp dir. Always pair with stop() in afterAll/finally.
  */
 export async function startTestService(
   env: Record<string, string> = {},
-  options: { operations?: readonly AnyOperation[]; clock?: () => number } = {},
+  options: TestServiceOptions = {},
+): Promise<TestService> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePorts(env, options);
+    } catch (error) {
+      if (attempt >= 5 || !lostFreePort(error, env)) throw error;
+    }
+  }
+}
+
+/**
+ * Whether a start failed because a port freePort() chose was taken before the service listened on it:
+ * freePort() closes its probe, and a parallel test's outgoing connection may draw the same port from the
+ * ephemeral range (a CI run failed so: "PORT: 127.0.0.1:35587 is already in use"). A port the test
+ * itself set is never retried.
+ */
+function lostFreePort(error: unknown, env: Record<string, string>): boolean {
+  const message = error instanceof Error ? error.message : "";
+  if (error instanceof StartupError && error.setting === "PORT" && env.PORT === undefined) {
+    return message.includes("is already in use");
+  }
+  return env.LOCAL_CHAIN_PORT === undefined && message.includes("set LOCAL_CHAIN_PORT");
+}
+
+async function startOnFreePorts(
+  env: Record<string, string>,
+  options: TestServiceOptions,
 ): Promise<TestService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-test-"));
   const port = await freePort();
