@@ -26,6 +26,12 @@ const share = (total: number, parts: number, index: number) =>
   Math.floor(total / parts) + (index < total % parts ? 1 : 0);
 
 const started = process.hrtime.bigint();
+/**
+ * When the last response came in. autocannon says "done" only at its next one-second sampling tick, so
+ * a run of a fixed amount would otherwise be timed up to a second long: the run lasts until its last
+ * response.
+ */
+let lastResponseAt = started;
 const runs = job.targets.map((target, index) => {
   const connections = share(job.connections, job.targets.length, index);
   const amount = job.amount === undefined ? undefined : share(job.amount, job.targets.length, index);
@@ -53,6 +59,7 @@ const runs = job.targets.map((target, index) => {
   instance.on("response", (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
     statuses[statusCode] = (statuses[statusCode] ?? 0) + 1;
     latencies.push(responseTime);
+    lastResponseAt = process.hrtime.bigint();
   });
   instance.on("reqError", () => {
     errors++;
@@ -65,7 +72,7 @@ const runs = job.targets.map((target, index) => {
   );
 });
 await Promise.all(runs);
-const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+const durationMs = Number((latencies.length > 0 ? lastResponseAt : process.hrtime.bigint()) - started) / 1e6;
 
 latencies.sort((a, b) => a - b);
 const percentile = (p: number) =>
