@@ -31,21 +31,27 @@ export function processCpuSeconds(pid: number): number {
   }
 }
 
-/** Starts `node --import tsx <script> ...args` from the repository root and waits until `readyPath` answers. */
+/**
+ * Starts `node --import tsx <script> ...args` from the repository root (or `root`: another checkout) and
+ * waits until `readyPath` answers.
+ */
 export async function startServerProcess(options: {
   name: string;
   script: string;
+  /** The checkout the script and its working directory are in; default this repository. */
+  root?: string;
   args?: string[];
   env: Record<string, string>;
   port: number;
   readyPath: string;
   ipc?: boolean;
 }): Promise<ServerProcess> {
+  const root = options.root ?? repoRoot;
   const child: ChildProcess = spawn(
     process.execPath,
-    ["--import", "tsx", path.join(repoRoot, options.script), ...(options.args ?? [])],
+    ["--import", "tsx", path.join(root, options.script), ...(options.args ?? [])],
     {
-      cwd: repoRoot,
+      cwd: root,
       env: { ...process.env, ...options.env },
       stdio: ["ignore", "ignore", "pipe", ...(options.ipc ? (["ipc"] as const) : [])],
     },
