@@ -21,7 +21,6 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { fundLocalAccounts, startLocalChain } from "../src/chain/local-chain.ts";
@@ -30,7 +29,7 @@ import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { freePort } from "../test/helpers/service.ts";
 import { type BenchRow, report } from "./lib.ts";
 import { runLoad } from "./load/load.ts";
-import { benchKey, fundedPayers, paidRun, signPayments } from "./load/paid-run.ts";
+import { benchKey, fundedPayers, paidRun, signPayments, sqliteLedger } from "./load/paid-run.ts";
 import { type ServerProcess, startServerProcess } from "./load/servers.ts";
 
 const AGAINST = process.env.AGAINST ?? "68ed00d";
@@ -100,9 +99,7 @@ async function measure(root: string): Promise<SideRound> {
       throw new Error(`not only 402s: ${JSON.stringify(unpaid.statuses)}`);
     const challengeCpuMicroseconds = ((server.cpuSeconds() - cpuBefore) * 1e6) / unpaid.responses;
 
-    const ledger = new Database(path.join(dataDir, "utility402.sqlite"), { readonly: true });
-    const settledRows = () =>
-      (ledger.prepare("SELECT count(*) AS n FROM payments WHERE state = 'settled'").get() as { n: number }).n;
+    const ledger = sqliteLedger(dataDir);
     const paid = async (connections: number, calls: number) => {
       const paymentHeaders = await signPayments(url, body, payers, calls);
       const before = (server as ServerProcess).cpuSeconds();
@@ -113,7 +110,7 @@ async function measure(root: string): Promise<SideRound> {
         paymentHeaders,
         rpcUrl: chain.rpcUrl,
         payTo,
-        ledgerSettled: settledRows,
+        ledgerSettled: ledger.settledRows,
       });
       const cpuMs =
         (((server as ServerProcess).cpuSeconds() - before) * 1000) / Math.max(1, result.responses);

@@ -16,7 +16,6 @@ import os from "node:os";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { PaymentPayload } from "@x402/core/types";
-import Database from "better-sqlite3";
 import { createPublicClient, http, parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { fundLocalAccounts, startLocalChain } from "../src/chain/local-chain.ts";
@@ -26,7 +25,7 @@ import { jsonDiff } from "../src/operations/json-diff/index.ts";
 import { freePort } from "../test/helpers/service.ts";
 import { callTool, connectMcp, receiptOf, termsOf, toolPayer } from "../test/mcp/paying-mcp-client.ts";
 import { type BenchRow, report } from "./lib.ts";
-import { benchKey, signPayments, transfersTo } from "./load/paid-run.ts";
+import { benchKey, signPayments, sqliteLedger, transfersTo } from "./load/paid-run.ts";
 import { type ServerProcess, startServerProcess } from "./load/servers.ts";
 
 const GOAL = 0.8;
@@ -95,9 +94,7 @@ try {
   });
   const url = server.url;
   for (let i = 0; i < SESSIONS; i++) clients.push(await connectMcp(url));
-  const ledger = new Database(path.join(dataDir, "utility402.sqlite"), { readonly: true });
-  const settledRows = () =>
-    (ledger.prepare("SELECT count(*) AS n FROM payments WHERE state = 'settled'").get() as { n: number }).n;
+  const ledger = sqliteLedger(dataDir);
   const rpc = createPublicClient({ transport: http(chain.rpcUrl) });
 
   const signTools = async (count: number): Promise<PaymentPayload[]> => {
@@ -130,7 +127,7 @@ try {
         ? httpTasks(await signPayments(url + route, body, httpPayers, calls))
         : mcpTasks(await signTools(calls));
     const fromBlock = (await rpc.getBlockNumber({ cacheTime: 0 })) + 1n;
-    const rowsBefore = settledRows();
+    const rowsBefore = ledger.settledRows();
     const cpuBefore = (server as ServerProcess).cpuSeconds();
     const clientCpuBefore = process.cpuUsage();
     const { ok, seconds } = await drive(tasks, concurrency);
@@ -143,7 +140,7 @@ try {
       fromBlock,
       await rpc.getBlockNumber({ cacheTime: 0 }),
     );
-    const settled = settledRows() - rowsBefore;
+    const settled = ledger.settledRows() - rowsBefore;
     const balanced = ok === calls && settled === ok && transfers === ok;
     if (!balanced)
       console.error(`${door} at ${concurrency}: delivered ${ok}, settled ${settled}, transfers ${transfers}`);

@@ -14,7 +14,6 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { fundLocalAccounts, startLocalChain } from "../src/chain/local-chain.ts";
@@ -24,7 +23,14 @@ import { freePort } from "../test/helpers/service.ts";
 import { type BenchRow, report } from "./lib.ts";
 import { summariseProfile } from "./load/cpu-profile.ts";
 import { runLoad } from "./load/load.ts";
-import { benchKey, fundedPayers, type PaidRunResult, paidRun, signPayments } from "./load/paid-run.ts";
+import {
+  benchKey,
+  fundedPayers,
+  type PaidRunResult,
+  paidRun,
+  signPayments,
+  sqliteLedger,
+} from "./load/paid-run.ts";
 import { type ServerProcess, startServerProcess } from "./load/servers.ts";
 
 const TARGETS = { paidThroughput32: 2.0, paidP99At8: 0.2, challenge: 0.8 };
@@ -119,9 +125,7 @@ try {
   });
   servers.push(bare);
 
-  const ledger = new Database(path.join(dataDir, "utility402.sqlite"), { readonly: true });
-  const settledRows = () =>
-    (ledger.prepare("SELECT count(*) AS n FROM payments WHERE state = 'settled'").get() as { n: number }).n;
+  const ledger = sqliteLedger(dataDir);
 
   // Unpaid 402 challenges against bare Hono echoing the same body, rounds taking turns.
   const challenge = { ours: [] as number[], bare: [] as number[], bareSame402: [] as number[] };
@@ -167,7 +171,7 @@ try {
       paymentHeaders: headers,
       rpcUrl: chain.rpcUrl,
       payTo: server === ours ? payTo.ours : payTo.reference,
-      ledgerSettled: server === ours ? settledRows : undefined,
+      ledgerSettled: server === ours ? ledger.settledRows : undefined,
     });
     const cpuMsPerCall = ((server.cpuSeconds() - cpuBefore) * 1000) / Math.max(1, result.responses);
     if (!result.reconciliation.balanced) {
@@ -201,7 +205,7 @@ try {
     paymentHeaders: profileHeaders,
     rpcUrl: chain.rpcUrl,
     payTo: payTo.ours,
-    ledgerSettled: settledRows,
+    ledgerSettled: ledger.settledRows,
   });
   await ours.request({ type: "profile-stop", path: profileFile }, "profile-written");
   const profile = summariseProfile(profileFile);

@@ -4,6 +4,8 @@
  * ends with a reconciliation: 200 responses = settled ledger rows = on-chain USDC Transfer events
  * to payTo within the run's blocks.
  */
+import path from "node:path";
+import Database from "better-sqlite3";
 import { createPublicClient, http, keccak256, parseAbiItem, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { fundLocalAccounts } from "../../src/chain/local-chain.ts";
@@ -52,6 +54,13 @@ export async function signPayments(
   }
   await challenge.body?.cancel();
   return headers;
+}
+
+/** The settled rows of a service's SQLite ledger in `dataDir`, read-only (close() when done). */
+export function sqliteLedger(dataDir: string): { settledRows(): number; close(): void } {
+  const db = new Database(path.join(dataDir, "utility402.sqlite"), { readonly: true });
+  const count = db.prepare("SELECT count(*) AS n FROM payments WHERE state = 'settled'");
+  return { settledRows: () => (count.get() as { n: number }).n, close: () => db.close() };
 }
 
 export interface Reconciliation {
