@@ -1,4 +1,5 @@
-import { createPublicClient, http, parseAbi, parseAbiItem, parseEventLogs } from "viem";
+import { createPublicClient, parseAbi, parseAbiItem, parseEventLogs } from "viem";
+import { jsonRpcTransport } from "../../chain/json-rpc-transport.ts";
 
 const AUTHORIZATION_STATE_ABI = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
@@ -42,7 +43,7 @@ export interface AuthorizationChecker {
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 export function createAuthorizationChecker(rpcUrl: string): AuthorizationChecker {
-  const client = createPublicClient({ transport: http(rpcUrl, { timeout: 10_000, retryCount: 2 }) });
+  const client = createPublicClient({ transport: jsonRpcTransport(rpcUrl, { retryCount: 2 }) });
   return {
     async check({ asset, payer, nonce, payTo, amount }) {
       const used = await client.readContract({

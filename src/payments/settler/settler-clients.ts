@@ -1,5 +1,6 @@
 import type { LocalAccount } from "viem";
-import { type Chain, createPublicClient, createWalletClient, defineChain, http } from "viem";
+import { type Chain, createPublicClient, createWalletClient, defineChain } from "viem";
+import { jsonRpcTransport } from "../../chain/json-rpc-transport.ts";
 import { type RawReceipt, ReceiptWatcher } from "./receipt-watcher.ts";
 
 /**
@@ -19,17 +20,9 @@ export function settlerClients(
   });
   // Calls made in the same tick travel as one JSON-RPC batch over a kept-alive connection.
   // Transient RPC errors (5xx, 429, resets) are retried, so one lost poll does not orphan a settlement.
-  const transport = http(options.rpcUrl, {
-    timeout: options.rpcTimeoutMs ?? 10_000,
-    retryCount: 2,
-    batch: { wait: 0 },
-  });
+  const transport = jsonRpcTransport(options.rpcUrl, { timeoutMs: options.rpcTimeoutMs, retryCount: 2 });
   // Broadcasts are never retried by the transport: an unanswered send is an unknown outcome.
-  const sendTransport = http(options.rpcUrl, {
-    timeout: options.rpcTimeoutMs ?? 10_000,
-    retryCount: 0,
-    batch: { wait: 0 },
-  });
+  const sendTransport = jsonRpcTransport(options.rpcUrl, { timeoutMs: options.rpcTimeoutMs, retryCount: 0 });
   const publicClient = createPublicClient({ chain, transport, pollingInterval: options.pollingIntervalMs });
   const sender = createPublicClient({ chain, transport: sendTransport });
   const walletClient = createWalletClient({ chain, transport, account });
