@@ -73,9 +73,9 @@ const paidReceipt = () => ({
  * A settler whose first receipt wait times out (the transaction landed; its receipt was slow), and
  * whose later waits answer `laterReceipt`. It records every broadcast.
  */
-function slowReceiptSigner(laterReceipt: () => unknown) {
+function slowReceiptSigner(laterReceipt: () => unknown, { firstWaitTimesOut = true } = {}) {
   const broadcasts: string[] = [];
-  let waits = 0;
+  let waits = firstWaitTimesOut ? 0 : 1;
   const signer = {
     address: "0x2222222222222222222222222222222222222222",
     getAddresses: () => ["0x2222222222222222222222222222222222222222"],
@@ -137,6 +137,63 @@ describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", ()
     );
     expect(outcome).toMatchObject({ errorReason: "settlement_pending", transaction: FIRST_TX });
     expect(broadcasts).toEqual(["fast path"]);
+  });
+});
+
+describe("the exact EIP-3009 scheme reading the settlement's Transfer log", () => {
+  const withLog = (change: (log: ReturnType<typeof paidReceipt>["logs"][number]) => object) => () => {
+    const receipt = paidReceipt();
+    return { ...receipt, logs: [change(receipt.logs[0] as ReturnType<typeof paidReceipt>["logs"][number])] };
+  };
+  const otherAddress = "0x3333333333333333333333333333333333333333";
+  const topics = (args: { from: Hex; to: Hex }) =>
+    encodeEventTopics({ abi: TRANSFER, eventName: "Transfer", args });
+  it.each([
+    ["the authorized transfer", true, paidReceipt],
+    [
+      "another amount",
+      false,
+      withLog((log) => ({ ...log, data: encodeAbiParameters([{ type: "uint256" }], [999n]) })),
+    ],
+    [
+      "another payee",
+      false,
+      withLog((log) => ({ ...log, topics: topics({ from: payer.address, to: otherAddress }) })),
+    ],
+    [
+      "another payer",
+      false,
+      withLog((log) => ({ ...log, topics: topics({ from: otherAddress, to: payTo }) })),
+    ],
+    ["another token", false, withLog((log) => ({ ...log, address: otherAddress }))],
+    [
+      "another event with the same layout (Approval)",
+      false,
+      withLog((log) => ({
+        ...log,
+        topics: encodeEventTopics({
+          abi: parseAbi(["event Approval(address indexed owner, address indexed spender, uint256 value)"]),
+          eventName: "Approval",
+          args: { owner: payer.address, spender: payTo },
+        }),
+      })),
+    ],
+    ["no log", false, () => ({ ...paidReceipt(), logs: [] })],
+  ] as const)("%s: settled %s", async (_case, settled, receipt) => {
+    const { signer } = slowReceiptSigner(receipt, { firstWaitTimesOut: false });
+    const server = new x402ResourceServer(inProcessFacilitator(signer, network)).register(
+      network,
+      new ExactEvmScheme(),
+    );
+    await server.initialize();
+    const payment = await signedPayment();
+    await server.verifyPayment(payment, requirements);
+    const outcome = await server.settlePayment(payment, requirements).then(
+      (result) => result,
+      (error: { errorReason?: string; success?: boolean }) => error,
+    );
+    if (settled) expect(outcome).toMatchObject({ success: true, transaction: FIRST_TX });
+    else expect(outcome).toMatchObject({ errorReason: "invalid_exact_evm_transfer_event_mismatch" });
   });
 });
 

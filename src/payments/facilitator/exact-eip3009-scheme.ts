@@ -10,7 +10,7 @@ import type {
 } from "@x402/core/types";
 import { type ExactEIP3009Payload, eip3009ABI, isEIP3009Payload, startAssetContractCheck } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
-import { type Hex, isAddressEqual, type Log, parseAbi, parseEventLogs, parseSignature } from "viem";
+import { type Hex, isAddressEqual, type Log, parseSignature, toEventSelector } from "viem";
 import { ChainUnavailableError, isTransportError } from "../../chain/transport-failures.ts";
 import { type ContractCall, gasLimitFor, type SettlerSigner } from "../settler/signer.ts";
 
@@ -25,7 +25,17 @@ const VERIFIED_FOR_MS = 10 * 60_000;
 /** At most this many verified, unsettled payments are remembered (oldest forgotten first). */
 const VERIFIED_LIMIT = 100_000;
 
-const TRANSFER = parseAbi(["event Transfer(address indexed from, address indexed to, uint256 value)"]);
+/** The topic of `event Transfer(address indexed from, address indexed to, uint256 value)`. */
+const TRANSFER_TOPIC = toEventSelector("Transfer(address,address,uint256)");
+
+/** An ERC-20 Transfer log's parties and amount; undefined for any other log (decoded by hand: viem's
+ * parseEventLogs hashes the event's signature on every call). */
+function decodeTransfer(log: Log): { from: Hex; to: Hex; value: bigint } | undefined {
+  const [topic, from, to] = log.topics;
+  if (topic !== TRANSFER_TOPIC || !from || !to || log.topics.length !== 3) return undefined;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(log.data)) return undefined;
+  return { from: `0x${from.slice(26)}`, to: `0x${to.slice(26)}`, value: BigInt(log.data) };
+}
 
 interface PlainTransfer {
   /** Everything the simulation checked: the same payload settles without verifying again. */
@@ -179,17 +189,16 @@ export class ExactEip3009Scheme implements SchemeNetworkFacilitator {
       return { success: false, errorReason: TRANSACTION_FAILED, transaction, network, payer };
     }
     const { from, to, value } = transfer.authorization;
-    const paid = parseEventLogs({
-      abi: TRANSFER,
-      eventName: "Transfer",
-      logs: [...(receipt.logs ?? [])],
-    }).some(
-      (log) =>
+    const paid = (receipt.logs ?? []).some((log) => {
+      const moved = decodeTransfer(log);
+      return (
+        moved !== undefined &&
         isAddressEqual(log.address, requirements.asset as Hex) &&
-        isAddressEqual(log.args.from, from) &&
-        isAddressEqual(log.args.to, to) &&
-        log.args.value === BigInt(value),
-    );
+        isAddressEqual(moved.from, from) &&
+        isAddressEqual(moved.to, to) &&
+        moved.value === BigInt(value)
+      );
+    });
     if (!paid) return { success: false, errorReason: TRANSFER_EVENT_MISMATCH, transaction, network, payer };
     return { success: true, transaction, network, payer };
   }

@@ -1,10 +1,13 @@
 import {
+  type Abi,
+  type AbiFunction,
   BaseError,
   concatHex,
   encodeFunctionData,
   formatTransactionReceipt,
   type Hex,
   keccak256,
+  prepareEncodeFunctionData,
   type TransactionReceipt,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -65,12 +68,7 @@ export function createSettlerSigner(options: {
   }
 
   const calldata = (call: ContractCall): Hex => {
-    const data = encodeFunctionData({
-      // biome-ignore lint/suspicious/noExplicitAny: the x402 signer interface is ABI-agnostic; viem's typing is not.
-      abi: call.abi as any,
-      functionName: call.functionName,
-      args: call.args,
-    });
+    const data = encodeFunctionData({ ...preparedFunction(call), args: call.args });
     return call.dataSuffix ? concatHex([data, call.dataSuffix]) : data;
   };
 
@@ -277,6 +275,28 @@ export function createSettlerSigner(options: {
     },
     getCode: (args) => publicClient.getCode(args),
   };
+}
+
+/** Prepared functions by ABI and name: encodeFunctionData would hash the function's signature on every call. */
+const preparedFunctions = new WeakMap<object, Map<string, PreparedFunction>>();
+type PreparedFunction = { abi: [AbiFunction]; functionName: Hex };
+
+function preparedFunction(call: ContractCall): PreparedFunction {
+  let byName = preparedFunctions.get(call.abi);
+  if (!byName) {
+    byName = new Map();
+    preparedFunctions.set(call.abi, byName);
+  }
+  let prepared = byName.get(call.functionName);
+  if (!prepared) {
+    prepared = prepareEncodeFunctionData({
+      // The x402 signer interface is ABI-agnostic; viem's typing is not.
+      abi: call.abi as Abi,
+      functionName: call.functionName,
+    }) as PreparedFunction;
+    byName.set(call.functionName, prepared);
+  }
+  return prepared;
 }
 
 /** What the node said about a refused call: viem's short message and details, not the quoted request. */
