@@ -1,18 +1,7 @@
-import {
-  type Abi,
-  type AbiFunction,
-  BaseError,
-  concatHex,
-  encodeFunctionData,
-  formatTransactionReceipt,
-  type Hex,
-  keccak256,
-  prepareEncodeFunctionData,
-  type TransactionReceipt,
-} from "viem";
+import { BaseError, formatTransactionReceipt, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { isTransportError } from "../../chain/transport-failures.ts";
-import { FeeCache, type Fees } from "./fee-cache.ts";
+import { FeeCache } from "./fee-cache.ts";
 import { NonceAllocator, planGapRepair, type SentTransaction, SentTransactions } from "./nonce-allocator.ts";
 import type { RawReceipt } from "./receipt-watcher.ts";
 import { settlerClients } from "./settler-clients.ts";
@@ -23,6 +12,7 @@ import {
   type SettlementTransactionNote,
   type SettlerSigner,
 } from "./signer.ts";
+import { calldata, transactionSigner } from "./transactions.ts";
 
 /**
  * The in-process facilitator's chain access: reads through one keep-alive, batching RPC client,
@@ -57,20 +47,7 @@ export function createSettlerSigner(options: {
   const { publicClient, sender, walletClient, receipts } = settlerClients(options, account);
   const fees = new FeeCache(publicClient, options.pollingIntervalMs);
 
-  function signTransaction(tx: { to: Hex; data: Hex; gas: bigint; nonce: number; fee: Fees }): Promise<Hex> {
-    const { fee, ...rest } = tx;
-    return account.signTransaction({
-      chainId: options.chainId,
-      value: 0n,
-      ...rest,
-      ...("gasPrice" in fee ? { type: "legacy", gasPrice: fee.gasPrice } : { type: "eip1559", ...fee }),
-    });
-  }
-
-  const calldata = (call: ContractCall): Hex => {
-    const data = encodeFunctionData({ ...preparedFunction(call), args: call.args });
-    return call.dataSuffix ? concatHex([data, call.dataSuffix]) : data;
-  };
+  const signTransaction = transactionSigner(options.privateKey, options.chainId);
 
   const sent = new SentTransactions(options.retainSentMs ?? 10 * 60_000);
   const readPendingNonce = () =>
@@ -78,7 +55,7 @@ export function createSettlerSigner(options: {
   /** A no-op transfer to itself that takes `nonce` (a gap no kept transaction can close). */
   const fillNonce = async (nonce: number) => {
     fees.forget();
-    const signed = await signTransaction({
+    const signed = signTransaction({
       to: account.address,
       data: "0x",
       gas: 21_000n,
@@ -106,7 +83,7 @@ export function createSettlerSigner(options: {
     const send = async () => {
       const fee = await fees.current();
       return nonces.send(async (nonce) => {
-        const signed = await signTransaction({ to, data, gas, nonce, fee });
+        const signed = signTransaction({ to, data, gas, nonce, fee });
         const hash = keccak256(signed);
         // Both requests leave in one batch, the send first.
         const sending = sender.request({
@@ -275,28 +252,6 @@ export function createSettlerSigner(options: {
     },
     getCode: (args) => publicClient.getCode(args),
   };
-}
-
-/** Prepared functions by ABI and name: encodeFunctionData would hash the function's signature on every call. */
-const preparedFunctions = new WeakMap<object, Map<string, PreparedFunction>>();
-type PreparedFunction = { abi: [AbiFunction]; functionName: Hex };
-
-function preparedFunction(call: ContractCall): PreparedFunction {
-  let byName = preparedFunctions.get(call.abi);
-  if (!byName) {
-    byName = new Map();
-    preparedFunctions.set(call.abi, byName);
-  }
-  let prepared = byName.get(call.functionName);
-  if (!prepared) {
-    prepared = prepareEncodeFunctionData({
-      // The x402 signer interface is ABI-agnostic; viem's typing is not.
-      abi: call.abi as Abi,
-      functionName: call.functionName,
-    }) as PreparedFunction;
-    byName.set(call.functionName, prepared);
-  }
-  return prepared;
 }
 
 /** What the node said about a refused call: viem's short message and details, not the quoted request. */
