@@ -53,7 +53,8 @@ interface PlainTransfer {
  * asks the chain for the payer's code twice per verification, simulates the transfer, then does
  * all of it again before settling: about a third of a paid call's CPU and half its RPC calls.
  * Here a plain (65-byte) EIP-3009 authorization is checked against the terms, then simulated once
- * with eth_estimateGas as the settler would send it: the token's own `transferWithAuthorization`
+ * as the settler would send it (eth_estimateGas, or eth_call with the settler's recent estimate of
+ * the same function: `GasEstimates`): the token's own `transferWithAuthorization`
  * checks the signature (ECDSA or ERC-1271, against its real EIP-712 domain), the nonce, the time
  * window, the balance and its blacklist. A payment this instance verified settles without a
  * second verification, with the estimated gas: one signed transaction, one broadcast.

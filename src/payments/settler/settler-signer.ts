@@ -2,6 +2,7 @@ import { BaseError, formatTransactionReceipt, type Hex, keccak256, type Transact
 import { privateKeyToAccount } from "viem/accounts";
 import { isTransportError } from "../../chain/transport-failures.ts";
 import { FeeCache } from "./fee-cache.ts";
+import { GasEstimates } from "./gas-estimates.ts";
 import { NonceAllocator, planGapRepair, type SentTransaction, SentTransactions } from "./nonce-allocator.ts";
 import type { RawReceipt } from "./receipt-watcher.ts";
 import { settlerClients } from "./settler-clients.ts";
@@ -42,6 +43,8 @@ export function createSettlerSigner(options: {
   retainSentMs?: number;
   /** Where what became of the transactions the chain lost is reported; without one the settler only logs. */
   journal?: SettlementJournal;
+  /** How long a function's gas estimate is used for its later calls (each still simulated). Default 60 s. */
+  gasEstimateMaxAgeMs?: number;
 }): SettlerSigner {
   const account = privateKeyToAccount(options.privateKey);
   const { publicClient, sender, walletClient, receipts } = settlerClients(options, account);
@@ -69,8 +72,20 @@ export function createSettlerSigner(options: {
   // A refused send left a gap before accepted ones: a no-op transfer to itself takes the nonce.
   const nonces = new NonceAllocator(readPendingNonce, fillNonce);
 
-  const estimateContractGas = (call: ContractCall) =>
-    publicClient.estimateGas({ account: account.address, to: call.address, data: calldata(call) });
+  // A function estimated recently is only simulated (eth_call) and takes that estimate.
+  const gasEstimates = new GasEstimates(options.gasEstimateMaxAgeMs ?? 60_000);
+  const estimateContractGas = async (call: ContractCall) => {
+    const data = calldata(call);
+    const key = `${call.address.toLowerCase()}:${data.slice(0, 10)}`;
+    const known = gasEstimates.get(key);
+    if (known !== undefined) {
+      await publicClient.call({ account: account.address, to: call.address, data });
+      return known;
+    }
+    const gas = await publicClient.estimateGas({ account: account.address, to: call.address, data });
+    gasEstimates.record(key, gas);
+    return gas;
+  };
 
   // On a chain that includes a transaction as it arrives (anvil; sequencers that answer with a
   // preconfirmed receipt) the receipt exists when the send is answered: ask for it in the same

@@ -1,0 +1,147 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { eip3009ABI } from "@x402/evm";
+import pino from "pino";
+import { type Hex, keccak256, parseSignature, toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { devPrivateKey } from "../src/chain/dev-accounts.ts";
+import { fundLocalAccounts, type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
+import { BASE_USDC_ADDRESS } from "../src/config.ts";
+import { createSettlerSigner } from "../src/payments/settler/settler-signer.ts";
+import type { ContractCall, SettlerSigner } from "../src/payments/settler/signer.ts";
+import { signTransferAuthorization } from "./helpers/payment-faults.ts";
+import { freePort } from "./helpers/service.ts";
+
+/**
+ * The settler's gas estimates on a real chain (anvil with Circle's FiatTokenV2_2): a function it
+ * estimated recently is only simulated with eth_call, which refuses what eth_estimateGas refuses; an
+ * estimate older than its age limit is made again. Every JSON-RPC method is counted on the way.
+ */
+describe("the settler's gas estimates", () => {
+  let chain: LocalChain;
+  let relay: http.Server;
+  const methods: string[] = [];
+  const payer = privateKeyToAccount(keccak256(toHex("gas estimates payer")));
+  const payTo = privateKeyToAccount(keccak256(toHex("gas estimates payee"))).address;
+  let nonceCount = 0;
+
+  beforeAll(async () => {
+    chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    await fundLocalAccounts(chain.rpcUrl, [{ address: payer.address, usdc: 1_000_000_000n }]);
+    relay = http.createServer(async (request, response) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+      const body = JSON.parse(Buffer.concat(chunks).toString());
+      for (const call of Array.isArray(body) ? body : [body]) methods.push(call.method);
+      const upstream = await fetch(chain.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      response.writeHead(upstream.status, { "content-type": "application/json" }).end(await upstream.text());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+  });
+  afterAll(async () => {
+    relay?.closeAllConnections();
+    await new Promise((resolve) => relay?.close(resolve));
+    await chain?.stop();
+  });
+
+  const settler = (gasEstimateMaxAgeMs: number) =>
+    createSettlerSigner({
+      privateKey: devPrivateKey(0),
+      rpcUrl: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`,
+      chainId: 8453,
+      pollingIntervalMs: 50,
+      confirmationTimeoutMs: 10_000,
+      gasEstimateMaxAgeMs,
+    });
+
+  /** A transferWithAuthorization of a fresh authorization from the payer. */
+  async function transfer(options: { value?: bigint; badSignature?: boolean } = {}): Promise<ContractCall> {
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const authorization = {
+      from: payer.address,
+      to: payTo,
+      value: options.value ?? 1000n,
+      validAfter: now - 60n,
+      validBefore: now + 600n,
+      nonce: keccak256(toHex(`gas estimates ${nonceCount++}`)),
+    };
+    const signature = await signTransferAuthorization(payer, authorization);
+    const { r, s, v } = parseSignature(signature);
+    return {
+      address: BASE_USDC_ADDRESS,
+      abi: eip3009ABI,
+      functionName: "transferWithAuthorization",
+      args: [
+        authorization.from,
+        authorization.to,
+        authorization.value,
+        authorization.validAfter,
+        authorization.validBefore,
+        authorization.nonce,
+        Number(v),
+        options.badSignature ? (`0x${"11".repeat(32)}` as Hex) : r,
+        s,
+      ],
+    };
+  }
+  const counted = async (run: () => Promise<unknown>) => {
+    methods.length = 0;
+    const outcome: { value?: unknown; error?: Error } = await run().then(
+      (value) => ({ value }),
+      (error: Error) => ({ error }),
+    );
+    return { ...outcome, methods: [...methods] };
+  };
+  const estimate = (signer: SettlerSigner, call: ContractCall) =>
+    counted(() => signer.estimateContractGas(call));
+
+  it("estimates a function once, then simulates its later calls with eth_call and settles them with that estimate", async () => {
+    const signer = settler(60_000);
+    const first = await estimate(signer, await transfer());
+    expect(first.methods).toEqual(["eth_estimateGas"]);
+    expect(first.value).toBeGreaterThan(50_000n);
+
+    const later = await transfer();
+    const second = await estimate(signer, later);
+    expect(second.methods).toEqual(["eth_call"]);
+    expect(second.value).toBe(first.value);
+
+    // The estimate is enough to settle: the transfer lands.
+    const hash = await signer.sendContractCall({
+      ...later,
+      gas: ((first.value as bigint) * 5n) / 4n + 25_000n,
+    });
+    const receipt = await signer.waitForTransactionReceipt({ hash });
+    expect(receipt.status).toBe("success");
+  });
+
+  it("refuses with a known estimate what the token refuses: a used authorization, a bad signature, more than the balance", async () => {
+    const signer = settler(60_000);
+    const used = await transfer();
+    await estimate(signer, used);
+    const hash = await signer.sendContractCall({ ...used, gas: 200_000n });
+    await signer.waitForTransactionReceipt({ hash });
+    for (const refused of [
+      used,
+      await transfer({ badSignature: true }),
+      await transfer({ value: 10n ** 15n }),
+    ]) {
+      const outcome = await estimate(signer, refused);
+      expect(outcome.methods).toEqual(["eth_call"]);
+      expect(outcome.error?.message).toMatch(/revert/i);
+    }
+  });
+
+  it("estimates again once the estimate is older than its age limit", async () => {
+    const signer = settler(200);
+    expect((await estimate(signer, await transfer())).methods).toEqual(["eth_estimateGas"]);
+    expect((await estimate(signer, await transfer())).methods).toEqual(["eth_call"]);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect((await estimate(signer, await transfer())).methods).toEqual(["eth_estimateGas"]);
+  });
+});
