@@ -2,16 +2,70 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { eip3009ABI } from "@x402/evm";
 import pino from "pino";
-import { type Hex, keccak256, parseSignature, toHex } from "viem";
+import solc from "solc";
+import {
+  type Abi,
+  createPublicClient,
+  createWalletClient,
+  type Hex,
+  keccak256,
+  parseSignature,
+  toHex,
+  http as viemHttp,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { fundLocalAccounts, type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { createSettlerSigner } from "../src/payments/settler/settler-signer.ts";
-import type { ContractCall, SettlerSigner } from "../src/payments/settler/signer.ts";
+import { type ContractCall, gasLimitFor, type SettlerSigner } from "../src/payments/settler/signer.ts";
 import { signTransferAuthorization } from "./helpers/payment-faults.ts";
 import { freePort } from "./helpers/service.ts";
+
+/**
+ * A smart-contract wallet (ERC-1271) that accepts its owner's signature after spending about
+ * `burn` × 100 gas: FiatTokenV2_2 asks a payer that is a contract, so its payments cost more gas
+ * than an EOA's through the same transferWithAuthorization.
+ */
+const GAS_HUNGRY_WALLET = `// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+contract GasHungryWallet {
+    address public immutable owner;
+    uint256 public immutable burn;
+    constructor(address owner_, uint256 burn_) { owner = owner_; burn = burn_; }
+    function isValidSignature(bytes32 hash, bytes memory signature) external view returns (bytes4) {
+        uint256 x;
+        for (uint256 i = 0; i < burn; i++) x = uint256(keccak256(abi.encode(x, i)));
+        bytes32 r;
+        bytes32 s;
+        uint8 v;
+        assembly {
+            r := mload(add(signature, 32))
+            s := mload(add(signature, 64))
+            v := byte(0, mload(add(signature, 96)))
+        }
+        return ecrecover(hash, v, r, s) == owner && x != 0 ? bytes4(0x1626ba7e) : bytes4(0xffffffff);
+    }
+}`;
+
+function compileWallet(): { abi: Abi; bytecode: Hex } {
+  const output = JSON.parse(
+    solc.compile(
+      JSON.stringify({
+        language: "Solidity",
+        sources: { "GasHungryWallet.sol": { content: GAS_HUNGRY_WALLET } },
+        settings: {
+          optimizer: { enabled: true, runs: 200 },
+          evmVersion: "cancun",
+          outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
+        },
+      }),
+    ),
+  );
+  const compiled = output.contracts["GasHungryWallet.sol"].GasHungryWallet;
+  return { abi: compiled.abi, bytecode: `0x${compiled.evm.bytecode.object}` };
+}
 
 /**
  * The settler's gas estimates on a real chain (anvil with Circle's FiatTokenV2_2): a function it
@@ -60,10 +114,12 @@ describe("the settler's gas estimates", () => {
     });
 
   /** A transferWithAuthorization of a fresh authorization from the payer. */
-  async function transfer(options: { value?: bigint; badSignature?: boolean } = {}): Promise<ContractCall> {
+  async function transfer(
+    options: { value?: bigint; badSignature?: boolean; from?: Hex } = {},
+  ): Promise<ContractCall> {
     const now = BigInt(Math.floor(Date.now() / 1000));
     const authorization = {
-      from: payer.address,
+      from: options.from ?? payer.address,
       to: payTo,
       value: options.value ?? 1000n,
       validAfter: now - 60n,
@@ -120,7 +176,7 @@ describe("the settler's gas estimates", () => {
     expect(receipt.status).toBe("success");
   });
 
-  it("refuses with a known estimate what the token refuses: a used authorization, a bad signature, more than the balance", async () => {
+  it("with a known estimate, refuses what the token refuses (a used authorization, a bad signature, more than the balance): the failed simulation is estimated, which names the refusal", async () => {
     const signer = settler(60_000);
     const used = await transfer();
     await estimate(signer, used);
@@ -132,7 +188,8 @@ describe("the settler's gas estimates", () => {
       await transfer({ value: 10n ** 15n }),
     ]) {
       const outcome = await estimate(signer, refused);
-      expect(outcome.methods).toEqual(["eth_call"]);
+      // The simulation fails, so the call is estimated: the token's refusal.
+      expect(outcome.methods).toEqual(["eth_call", "eth_estimateGas"]);
       expect(outcome.error?.message).toMatch(/revert/i);
     }
   });
@@ -143,5 +200,34 @@ describe("the settler's gas estimates", () => {
     expect((await estimate(signer, await transfer())).methods).toEqual(["eth_call"]);
     await new Promise((resolve) => setTimeout(resolve, 250));
     expect((await estimate(signer, await transfer())).methods).toEqual(["eth_estimateGas"]);
+  });
+
+  it("estimates again a call that needs more gas than the known estimate allows (a payer's ERC-1271 wallet), and it settles", async () => {
+    const { abi, bytecode } = compileWallet();
+    const deployer = createWalletClient({
+      account: privateKeyToAccount(devPrivateKey(9)),
+      transport: viemHttp(chain.rpcUrl),
+    });
+    const chainClient = createPublicClient({ transport: viemHttp(chain.rpcUrl) });
+    const deployed = await chainClient.waitForTransactionReceipt({
+      hash: await deployer.deployContract({ abi, bytecode, args: [payer.address, 1_500n], chain: null }),
+    });
+    const wallet = deployed.contractAddress as Hex;
+    await fundLocalAccounts(chain.rpcUrl, [{ address: wallet, usdc: 1_000_000n }]);
+
+    const signer = settler(60_000);
+    const eoa = await estimate(signer, await transfer());
+    expect(eoa.methods).toEqual(["eth_estimateGas"]);
+
+    const fromWallet = await transfer({ from: wallet });
+    const walletEstimate = await estimate(signer, fromWallet);
+    // The known estimate's gas limit is not enough for the wallet's signature check: estimated again.
+    expect(walletEstimate.methods).toEqual(["eth_call", "eth_estimateGas"]);
+    expect(walletEstimate.value).toBeGreaterThan(gasLimitFor(eoa.value as bigint));
+    const hash = await signer.sendContractCall({
+      ...fromWallet,
+      gas: gasLimitFor(walletEstimate.value as bigint),
+    });
+    expect((await signer.waitForTransactionReceipt({ hash })).status).toBe("success");
   });
 });

@@ -72,15 +72,25 @@ export function createSettlerSigner(options: {
   // A refused send left a gap before accepted ones: a no-op transfer to itself takes the nonce.
   const nonces = new NonceAllocator(readPendingNonce, fillNonce);
 
-  // A function estimated recently is only simulated (eth_call) and takes that estimate.
+  // A function estimated recently is only simulated (eth_call) with the gas limit its settlement would
+  // have, and then takes that estimate. A call that needs more gas (a payer's ERC-1271 wallet that
+  // spends more checking its signature) or that fails is estimated: the new estimate, or the refusal.
   const gasEstimates = new GasEstimates(options.gasEstimateMaxAgeMs ?? 60_000);
   const estimateContractGas = async (call: ContractCall) => {
     const data = calldata(call);
     const key = `${call.address.toLowerCase()}:${data.slice(0, 10)}`;
     const known = gasEstimates.get(key);
     if (known !== undefined) {
-      await publicClient.call({ account: account.address, to: call.address, data });
-      return known;
+      const simulated = await publicClient
+        .call({ account: account.address, to: call.address, data, gas: gasLimitFor(known) })
+        .then(
+          () => true,
+          (error: unknown) => {
+            if (isTransportError(error)) throw error;
+            return false;
+          },
+        );
+      if (simulated) return known;
     }
     const gas = await publicClient.estimateGas({ account: account.address, to: call.address, data });
     gasEstimates.record(key, gas);
