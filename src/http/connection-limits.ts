@@ -19,6 +19,12 @@ type Fetch = (request: Request, env: HttpBindings | Http2Bindings) => unknown;
 
 const ON_CLOSE = Symbol("onClose");
 
+/** What runs once when a response closes: `release(key)`, a function shared by all responses, so none is made per request. */
+interface CloseHook {
+  release: (key: string) => void;
+  key: string;
+}
+
 /**
  * A response that calls back once when it closes, without adding a listener: `limitRequestsPerClient`
  * releases a request's count this way. One more "close" listener on every response made each request's
@@ -28,22 +34,24 @@ const ON_CLOSE = Symbol("onClose");
 export class ClosingResponse<
   Request extends IncomingMessage = IncomingMessage,
 > extends ServerResponse<Request> {
-  [ON_CLOSE]?: () => void;
+  [ON_CLOSE]?: CloseHook;
 
-  override emit(event: string | symbol, ...args: unknown[]): boolean {
+  // `arguments` passed on as they are: a rest parameter would build an array on every event of every response.
+  override emit(event: string | symbol): boolean {
     if (event === "close") {
-      const onClose = this[ON_CLOSE];
+      const hook = this[ON_CLOSE];
       this[ON_CLOSE] = undefined;
-      onClose?.();
+      hook?.release(hook.key);
     }
-    return super.emit(event, ...args);
+    // biome-ignore lint/complexity/noArguments: see above
+    return ServerResponse.prototype.emit.apply(this, arguments as unknown as [string]);
   }
 }
 
-/** Calls `callback` once when `response` closes (by ClosingResponse if it is one, else by a listener). */
-function whenClosed(response: ServerResponse, callback: () => void): void {
-  if (response instanceof ClosingResponse) response[ON_CLOSE] = callback;
-  else response.once("close", callback);
+/** Calls `release(key)` once when `response` closes (by ClosingResponse if it is one, else by a listener). */
+function whenClosed(response: ServerResponse, release: (key: string) => void, key: string): void {
+  if (response instanceof ClosingResponse) response[ON_CLOSE] = { release, key };
+  else response.once("close", () => release(key));
 }
 
 /**
@@ -219,6 +227,11 @@ export function limitRequestsPerClient(fetch: Fetch, limits: HttpLimits): Fetch 
     `at most ${max} requests from one client may be in flight at once; retry when one has finished; nothing was charged`,
     { headers: { "retry-after": "1" } },
   );
+  const release = (client: string) => {
+    const left = (inFlight.get(client) ?? 1) - 1;
+    if (left > 0) inFlight.set(client, left);
+    else inFlight.delete(client);
+  };
   return (request, bindings) => {
     const env = bindings as NodeBindings;
     const incoming = env?.incoming as Marked | undefined;
@@ -237,21 +250,9 @@ export function limitRequestsPerClient(fetch: Fetch, limits: HttpLimits): Fetch 
       return fetch(request, bindings);
     }
     inFlight.set(client, count + 1);
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      const left = (inFlight.get(client) ?? 1) - 1;
-      if (left > 0) inFlight.set(client, left);
-      else inFlight.delete(client);
-    };
-    whenClosed(env.outgoing, release);
-    try {
-      return fetch(request, bindings);
-    } catch (error) {
-      release();
-      throw error;
-    }
+    // Released when the response closes, however the request ends (an error too: it is answered 500 and closes).
+    whenClosed(env.outgoing, release, client);
+    return fetch(request, bindings);
   };
 }
 
