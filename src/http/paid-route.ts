@@ -64,7 +64,7 @@ export function paidRoute(options: {
     // read for it and the gate is not asked (the 402 is hot). Work that cannot be taken now (an async
     // operation without a live worker) is refused before it.
     if (!header) {
-      await handler.admit?.();
+      if (handler.admit) await handler.admit();
       return respond(c, unpaid.body, { status: unpaid.status, headers: unpaid.headers });
     }
     const requestId = c.get("requestId");

@@ -26,11 +26,11 @@ export function requestContext(options: {
   const { log, metrics } = options;
   const headers = options.headers ?? {};
   return async (c, next) => {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     const incoming = c.req.header("x-request-id");
     const requestId = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set("requestId", requestId);
-    c.set("responseHeaders", { ...headers, "x-request-id": requestId });
+    c.set("responseHeaders", Object.assign({}, headers, { "x-request-id": requestId }));
     // A client over its requests in flight (see limitRequestsPerClient) is answered here, before any route.
     const refusal = requestRefusal(c);
     if (refusal) {
@@ -40,7 +40,7 @@ export function requestContext(options: {
       await next();
     }
     applyResponseHeaders(c);
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const seconds = (performance.now() - started) / 1000;
     const matched = routePath(c, -1);
     const route = matched && matched !== "*" && matched !== "/*" ? matched : "unmatched";
     const status = c.res.status;

@@ -51,11 +51,12 @@ export function parseJsonBody(text: string, operation: Pick<AnyOperation, "bodyO
       { pointer: "", message: `the body is not valid JSON: ${(error as Error).message}` },
     ]);
   }
-  const limits = {
-    ...operation.json,
+  // One literal of one shape (a spread of the operation's limits made a new shape per call: a missed
+  // property lookup per read in checkJsonStructure).
+  const error = checkJsonStructure(text, {
     maxDepth: Math.min(operation.json?.maxDepth ?? MAX_JSON_DEPTH, MAX_JSON_DEPTH),
-  };
-  const error = checkJsonStructure(text, limits);
+    rejectDuplicateKeys: operation.json?.rejectDuplicateKeys === true,
+  });
   if (error) throw invalidRequest([error]);
   const unrepresentable = MAY_HOLD_UNREPRESENTABLE.some((pattern) => pattern.test(text))
     ? firstUnrepresentable(body)
