@@ -95,7 +95,19 @@ describe("loadConfig", () => {
     });
     expect(
       loadConfig({ DATABASE_URL: "postgres://u:p@db:5432/app", DATABASE_POOL_SIZE: "20" }).database,
-    ).toEqual({ kind: "postgres", url: "postgres://u:p@db:5432/app", poolSize: 20 });
+    ).toEqual({
+      kind: "postgres",
+      url: "postgres://u:p@db:5432/app",
+      poolSize: 20,
+      statementTimeoutMs: 10_000,
+    });
+    expect(
+      loadConfig({ DATABASE_URL: "postgres://u:p@db:5432/app", DATABASE_STATEMENT_TIMEOUT_MS: "2500" })
+        .database,
+    ).toMatchObject({ statementTimeoutMs: 2500 });
+    expect(() =>
+      loadConfig({ DATABASE_URL: "postgres://u:p@db:5432/app", DATABASE_STATEMENT_TIMEOUT_MS: "0" }),
+    ).toThrow(/DATABASE_STATEMENT_TIMEOUT_MS/);
   });
 });
 

@@ -73,6 +73,7 @@ const SERVICE_VARIABLES = {
       ),
   ),
   DATABASE_POOL_SIZE: optional(z.coerce.number().int().min(1).max(500)).default(10),
+  DATABASE_STATEMENT_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(600_000)).default(10_000),
   RELEASES_DIR: optional(z.string()),
   JOB_RETENTION_DAYS: optional(
     z.coerce.number().int().min(7, "must be at least 7 (results are kept a week)"),
@@ -154,7 +155,9 @@ export interface Config extends OperationSettings {
   localChain: { port: number; statePath?: string };
   dataDir: string;
   /** Where the service keeps its state: one SQLite file, or a PostgreSQL database shared by instances. */
-  database: { kind: "sqlite"; path: string } | { kind: "postgres"; url: string; poolSize: number };
+  database:
+    | { kind: "sqlite"; path: string }
+    | { kind: "postgres"; url: string; poolSize: number; statementTimeoutMs: number };
   /** Where product release archives and their descriptors live. */
   releasesDir: string;
   jobs: {
@@ -292,7 +295,12 @@ function serviceProblems(
 function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyof OperationSettings> {
   const dataDir = path.resolve(e.DATA_DIR);
   const database: Config["database"] = e.DATABASE_URL?.startsWith("postgres")
-    ? { kind: "postgres", url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE }
+    ? {
+        kind: "postgres",
+        url: e.DATABASE_URL,
+        poolSize: e.DATABASE_POOL_SIZE,
+        statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+      }
     : {
         kind: "sqlite",
         path: e.DATABASE_URL

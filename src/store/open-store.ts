@@ -9,6 +9,11 @@ export async function openStore(
   options: { now?: () => number } = {},
 ): Promise<Store> {
   return database.kind === "postgres"
-    ? PostgresStore.open({ connectionString: database.url, poolSize: database.poolSize, now: options.now })
+    ? PostgresStore.open({
+        connectionString: database.url,
+        poolSize: database.poolSize,
+        statementTimeoutMs: database.statementTimeoutMs,
+        now: options.now,
+      })
     : new SqliteStore(database.path, options);
 }

@@ -25,6 +25,11 @@ export interface PostgresStoreOptions {
   connectionString: string;
   /** Connections this instance may hold; the sum over all instances must stay under the server's max_connections. */
   poolSize: number;
+  /**
+   * The longest any one statement may run or wait for a lock, and a transaction may sit idle, before
+   * PostgreSQL cancels it (the call answers 503, retry). Default 10 s.
+   */
+  statementTimeoutMs?: number;
   /** A schema of its own (created when missing); tests use one per run. Default: the connection's search_path. */
   schema?: string;
   /** The job queue's clock (epoch ms); injectable in tests. */
@@ -54,6 +59,8 @@ interface PaymentRow {
   created_at: Date;
   updated_at: Date;
 }
+
+const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
 
 const toRecord = (row: PaymentRow): PaymentRecord => ({
   paymentKey: row.payment_key,
@@ -108,8 +115,14 @@ export class PostgresStore implements Store {
     const pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.poolSize,
-      // A database that does not answer is an outage to report (503), not a request to hang on.
+      // A database that does not answer is an outage to report (503), not a request to hang on: neither
+      // while connecting, nor behind a lock another session holds, nor inside a transaction whose client
+      // stopped (its locks go with it). Sent as startup parameters, so a URL's own options still apply.
       connectionTimeoutMillis: 10_000,
+      statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+      idle_in_transaction_session_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+      // A connection whose peer vanished (no FIN: a partition, a killed host) is found by TCP keep-alive.
+      keepAlive: true,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     });
     // A client that loses its connection emits "error": an idle one on the pool, one checked out (a
@@ -130,6 +143,9 @@ export class PostgresStore implements Store {
   private async migrate(schema: string | undefined): Promise<void> {
     const client = await this.pool.connect();
     try {
+      // Migrations and the wait for another instance's migrations run without the statement timeout; the
+      // pooled connection gets it back (RESET) before it serves requests.
+      await client.query("SET statement_timeout = 0");
       await client.query("SELECT pg_advisory_lock(hashtext($1))", [MIGRATION_LOCK]);
       try {
         if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
@@ -157,6 +173,7 @@ export class PostgresStore implements Store {
       } finally {
         await client.query("SELECT pg_advisory_unlock(hashtext($1))", [MIGRATION_LOCK]);
       }
+      await client.query("RESET statement_timeout");
     } finally {
       client.release();
     }
