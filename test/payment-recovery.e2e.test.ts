@@ -76,6 +76,67 @@ describe("a settlement whose outcome is unknown", () => {
   });
 });
 
+/** An anvil JSON-RPC call (evm_setAutomine, evm_mine). */
+async function anvil(rpcUrl: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const response = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const { result, error } = (await response.json()) as { result?: unknown; error?: { message: string } };
+  if (error) throw new Error(`${method}: ${error.message}`);
+  return result;
+}
+
+describe("a settlement broadcast but not mined in time", () => {
+  const TIMEOUT_MS = 3000;
+  let chain: LocalChain;
+  let service: TestService;
+
+  beforeAll(async () => {
+    chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    service = await startTestService({
+      X402_SETTLER_PRIVATE_KEY: devPrivateKey(0),
+      RPC_URL: chain.rpcUrl,
+      X402_PAY_TO: devAccounts().payTo.address,
+      X402_SETTLEMENT_TIMEOUT_MS: String(TIMEOUT_MS),
+    });
+  });
+  afterAll(async () => {
+    if (chain) await anvil(chain.rpcUrl, "evm_setAutomine", [true]).catch(() => undefined);
+    await service?.stop();
+    await chain?.stop();
+  });
+
+  it("is answered after one X402_SETTLEMENT_TIMEOUT_MS, not two, and its retry after the block delivers it, charged once", async () => {
+    const balanceOf = usdcBalances(chain.rpcUrl);
+    const payer = createPayer(devPrivateKey(4));
+    const url = `${service.url}/v1/csv-cleanup`;
+    const request = { rows: [{ id: "slow" }, { id: "SLOW" }], keyColumns: ["id"] };
+    const payment = await payer.signPayment(await fetch(url, jsonPost(request)));
+    const before = await balanceOf(payer.address);
+
+    await anvil(chain.rpcUrl, "evm_setAutomine", [false]);
+    const started = Date.now();
+    const unconfirmed = await fetch(url, jsonPost(request, payment));
+    const waitedMs = Date.now() - started;
+    expect(unconfirmed.status).toBe(503);
+    expect((await unconfirmed.json()).detail).toContain("retry the same request with the same payment");
+    // One receipt wait. x402 core's own retry of a "settlement_pending" answer waited as long again: 2 ×
+    // the timeout at least (60 s at the default 30 s, past an MCP client's 60 s request timeout).
+    expect(waitedMs).toBeGreaterThanOrEqual(TIMEOUT_MS);
+    expect(waitedMs).toBeLessThan(2 * TIMEOUT_MS);
+    expect(await balanceOf(payer.address)).toBe(before);
+
+    await anvil(chain.rpcUrl, "evm_mine");
+    await anvil(chain.rpcUrl, "evm_setAutomine", [true]);
+    const retried = await fetch(url, jsonPost(request, payment));
+    expect(retried.status).toBe(200);
+    expect(paymentReceipt(retried)?.success).toBe(true);
+    expect(await balanceOf(payer.address)).toBe(before - PRICE);
+  });
+});
+
 describe("a payment whose owner died mid-way", () => {
   let chain: LocalChain;
   let dead: TestService;

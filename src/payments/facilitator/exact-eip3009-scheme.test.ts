@@ -71,11 +71,12 @@ const paidReceipt = () => ({
 
 /**
  * A settler whose first receipt wait times out (the transaction landed; its receipt was slow), and
- * whose later waits answer `laterReceipt`. It records every broadcast.
+ * whose later waits answer `laterReceipt`. It records every broadcast and counts the receipt waits.
  */
 function slowReceiptSigner(laterReceipt: () => unknown, { firstWaitTimesOut = true } = {}) {
   const broadcasts: string[] = [];
   let waits = firstWaitTimesOut ? 0 : 1;
+  let receiptWaits = 0;
   const signer = {
     address: "0x2222222222222222222222222222222222222222",
     getAddresses: () => ["0x2222222222222222222222222222222222222222"],
@@ -97,16 +98,17 @@ function slowReceiptSigner(laterReceipt: () => unknown, { firstWaitTimesOut = tr
       throw new Error("not used");
     },
     waitForTransactionReceipt: async ({ hash }: { hash: Hex }) => {
+      receiptWaits++;
       if (waits++ === 0) throw new ReceiptTimeoutError(hash, 30_000);
       return laterReceipt();
     },
   } as unknown as SettlerSigner;
-  return { signer, broadcasts };
+  return { signer, broadcasts, receiptWaits: () => receiptWaits };
 }
 
 describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", () => {
   it("waits for the transaction it sent when the settlement is retried, and never sends the authorization twice", async () => {
-    const { signer, broadcasts } = slowReceiptSigner(paidReceipt);
+    const { signer, broadcasts, receiptWaits } = slowReceiptSigner(paidReceipt);
     const server = new x402ResourceServer(inProcessFacilitator(signer, network)).register(
       network,
       new ExactEvmScheme(),
@@ -114,14 +116,22 @@ describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", ()
     await server.initialize();
     const payment = await signedPayment();
     expect((await server.verifyPayment(payment, requirements)).isValid).toBe(true);
-    // x402 core retries a pending settlement once by itself: the retry waits for the first transaction.
+    // One wait per settlement call: x402 core does not retry "unconfirmed" (it would wait as long again).
+    const first = await server.settlePayment(payment, requirements);
+    expect(first).toMatchObject({
+      success: false,
+      errorReason: "settlement_unconfirmed",
+      transaction: FIRST_TX,
+    });
+    expect(receiptWaits()).toBe(1);
+    // The client's retry (or the gate's resume) waits for the first transaction instead of sending another.
     const settled = await server.settlePayment(payment, requirements);
     expect(settled).toMatchObject({ success: true, transaction: FIRST_TX });
     expect(broadcasts).toEqual(["fast path"]);
   });
 
-  it("answers pending again, with the same transaction, while the receipt is still missing", async () => {
-    const { signer, broadcasts } = slowReceiptSigner(() => {
+  it("answers unconfirmed, with the transaction it sent, after one receipt wait", async () => {
+    const { signer, broadcasts, receiptWaits } = slowReceiptSigner(() => {
       throw new ReceiptTimeoutError(FIRST_TX, 30_000);
     });
     const server = new x402ResourceServer(inProcessFacilitator(signer, network)).register(
@@ -135,7 +145,8 @@ describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", ()
       (result) => result,
       (error: { errorReason?: string; transaction?: string }) => error,
     );
-    expect(outcome).toMatchObject({ errorReason: "settlement_pending", transaction: FIRST_TX });
+    expect(outcome).toMatchObject({ errorReason: "settlement_unconfirmed", transaction: FIRST_TX });
+    expect(receiptWaits()).toBe(1);
     expect(broadcasts).toEqual(["fast path"]);
   });
 });

@@ -12,12 +12,12 @@ import { type ExactEIP3009Payload, eip3009ABI, isEIP3009Payload, startAssetContr
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { type Hex, isAddressEqual, type Log, parseSignature, toEventSelector } from "viem";
 import { ChainUnavailableError, isTransportError } from "../../chain/transport-failures.ts";
+import { SETTLEMENT_PENDING } from "../settlement-reasons.ts";
 import { type ContractCall, gasLimitFor, type SettlerSigner } from "../settler/signer.ts";
 
 /** Reasons as the reference EVM scheme names them (it does not export its constants). */
 const TRANSACTION_FAILED = "invalid_exact_evm_transaction_failed";
 const TRANSFER_EVENT_MISMATCH = "invalid_exact_evm_transfer_event_mismatch";
-const SETTLEMENT_PENDING = "settlement_pending";
 /** The reference refuses an authorization that expires within this many seconds. */
 const VALID_BEFORE_MARGIN_SECONDS = 6;
 /** A verification is trusted for settlement for this long (the operation runs in between). */

@@ -3,6 +3,7 @@ import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server
 import type { Network } from "@x402/core/types";
 import { failingOnTransportErrors } from "../../chain/transport-failures.ts";
 import type { Config } from "../../config.ts";
+import { SETTLEMENT_PENDING, SETTLEMENT_UNCONFIRMED } from "../settlement-reasons.ts";
 import { createSettlerSigner } from "../settler/settler-signer.ts";
 import type { SettlementJournal, SettlerSigner } from "../settler/signer.ts";
 import { ExactEip3009Scheme } from "./exact-eip3009-scheme.ts";
@@ -30,8 +31,17 @@ export function inProcessFacilitator(signer: SettlerSigner, network: Network): F
   return {
     verify: (payload, requirements) =>
       failingOnTransportErrors(signer, (recording) => through(recording).verify(payload, requirements)),
-    settle: (payload, requirements) =>
-      failingOnTransportErrors(signer, (recording) => through(recording).settle(payload, requirements)),
+    settle: async (payload, requirements) => {
+      const settled = await failingOnTransportErrors(signer, (recording) =>
+        through(recording).settle(payload, requirements),
+      );
+      // Waited for its receipt once already: x402 core would settle a "pending" payment once more at once,
+      // waiting as long again (two X402_SETTLEMENT_TIMEOUT_MS, past an MCP client's 60 s at the default).
+      // The gate asks the token instead and keeps the payment open for the client's retry.
+      return !settled.success && settled.errorReason === SETTLEMENT_PENDING
+        ? { ...settled, errorReason: SETTLEMENT_UNCONFIRMED }
+        : settled;
+    },
     getSupported: async () =>
       facilitator.getSupported() as Awaited<ReturnType<FacilitatorClient["getSupported"]>>,
   };

@@ -2,6 +2,7 @@ import type { x402ResourceServer } from "@x402/core/server";
 import { SettleError, VerifyError } from "@x402/core/types";
 import type { JobError } from "../../jobs/queue.ts";
 import type { HeldAuthorization, PaymentRecord } from "../../store/store.ts";
+import { isUnconfirmedSettlement } from "../settlement-reasons.ts";
 
 /** Beyond two settlement waits, the margin a held payment keeps between its job's deadline and its expiry. */
 export const SETTLE_MARGIN_MS = 30_000;
@@ -36,9 +37,6 @@ export const deadlinePassed = (record: PaymentRecord): JobError => ({
   message: `the job did not finish before its payment's deadline (validBefore ${new Date(record.validBefore * 1000).toISOString()}); nothing was charged`,
 });
 
-/** The reference facilitator's "broadcast, not confirmed" answer. */
-const SETTLEMENT_PENDING = "settlement_pending";
-
 /**
  * One attempt to settle a held authorization once its job delivered: verify again (the payer's balance
  * may have moved since acceptance; a transfer that would revert is never sent), then settle. Settled →
@@ -58,7 +56,7 @@ export async function settleHeld(
     }
     const settlement = await resourceServer.settlePayment(held.payload, held.requirements);
     if (settlement.success) return { transaction: settlement.transaction };
-    return settlement.errorReason === SETTLEMENT_PENDING ? {} : { refusal: firstLine(settlement) };
+    return isUnconfirmedSettlement(settlement.errorReason) ? {} : { refusal: firstLine(settlement) };
   } catch (error) {
     if (error instanceof SettleError || error instanceof VerifyError) return { refusal: firstLine(error) };
     unknown(error);

@@ -4,6 +4,7 @@ import { ChainUnavailableError, isTransportError } from "../../chain/transport-f
 import type { Metrics } from "../../metrics.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentCompletion, Store, StoredOutcome } from "../../store/store.ts";
+import { isUnconfirmedSettlement } from "../settlement-reasons.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { countFinalState } from "./final-state-metrics.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
@@ -13,7 +14,6 @@ import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
 import { shortReason } from "./short-reason.ts";
 
 /** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
-const SETTLEMENT_PENDING = "settlement_pending";
 
 export interface SettlementOptions {
   resourceServer: x402ResourceServer;
@@ -97,7 +97,7 @@ export class Settlement {
         },
       );
     }
-    if (settlement.errorReason === SETTLEMENT_PENDING) {
+    if (isUnconfirmedSettlement(settlement.errorReason)) {
       log.warn({ transaction: settlement.transaction }, "settlement broadcast but not confirmed yet");
       return this.resolve(identity.facts, context, answer);
     }

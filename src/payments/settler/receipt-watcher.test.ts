@@ -37,4 +37,12 @@ describe("ReceiptWatcher", () => {
     const watcher = new ReceiptWatcher(async (hashes) => hashes.map(() => null), 10);
     await expect(watcher.wait(hash(9), 60)).rejects.toBeInstanceOf(ReceiptTimeoutError);
   });
+
+  it("ends a wait at its deadline while a poll hangs, and before a later regular check", async () => {
+    const hanging = new ReceiptWatcher(() => new Promise(() => {}), 10);
+    await expect(hanging.wait(hash(10), 50)).rejects.toBeInstanceOf(ReceiptTimeoutError);
+    // Checks every 60 s: the wait still ends at its own deadline, not at the next check.
+    const slow = new ReceiptWatcher(async (hashes) => hashes.map(() => null), 60_000);
+    await expect(slow.wait(hash(11), 200)).rejects.toBeInstanceOf(ReceiptTimeoutError);
+  });
 });

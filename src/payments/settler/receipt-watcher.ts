@@ -5,9 +5,8 @@ export type RawReceipt = Record<string, unknown> & { status?: Hex; transactionHa
 
 interface Waiter {
   resolve(receipt: RawReceipt): void;
-  reject(error: Error): void;
-  deadline: number;
-  timeoutMs: number;
+  /** Rejects the wait at its deadline, whether or not a poll is answering. */
+  timer: NodeJS.Timeout;
 }
 
 interface Pending {
@@ -32,7 +31,8 @@ const QUICK_CHECKS_MS = [15, 40, 100];
  * waitForTransactionReceipt). A transaction is checked as soon as it is handed over, again after
  * 15, 40 and 100 ms (a chain that mines as transactions arrive, such as anvil, answers within
  * these), then every `intervalMs`: tune it to the chain's block time. A failed poll is retried at
- * the next check until the wait times out, so one lost RPC answer never orphans a settlement.
+ * the next check until the wait times out, so one lost RPC answer never orphans a settlement. Each wait
+ * ends at its own deadline, also while a poll hangs or the next check is later.
  */
 export class ReceiptWatcher {
   private readonly pending = new Map<Hex, Pending>();
@@ -57,7 +57,18 @@ export class ReceiptWatcher {
         entry = { waiters: [], checks: 0, nextCheckAt: now };
         this.pending.set(hash, entry);
       }
-      entry.waiters.push({ resolve, reject, deadline: now + timeoutMs, timeoutMs });
+      const waiter: Waiter = {
+        resolve,
+        timer: setTimeout(() => {
+          const current = this.pending.get(hash);
+          if (current) {
+            current.waiters = current.waiters.filter((other) => other !== waiter);
+            if (current.waiters.length === 0) this.pending.delete(hash);
+          }
+          reject(new ReceiptTimeoutError(hash, timeoutMs));
+        }, timeoutMs),
+      };
+      entry.waiters.push(waiter);
       this.arm();
     });
   }
@@ -94,15 +105,14 @@ export class ReceiptWatcher {
         const receipt = receipts[i];
         if (receipt) {
           this.pending.delete(hash);
-          for (const waiter of entry.waiters) waiter.resolve(receipt);
+          for (const waiter of entry.waiters) {
+            clearTimeout(waiter.timer);
+            waiter.resolve(receipt);
+          }
           return;
         }
         entry.nextCheckAt = now + (this.quickChecksMs[entry.checks] ?? this.intervalMs);
         entry.checks++;
-        const expired = entry.waiters.filter((waiter) => waiter.deadline <= now);
-        for (const waiter of expired) waiter.reject(new ReceiptTimeoutError(hash, waiter.timeoutMs));
-        entry.waiters = entry.waiters.filter((waiter) => waiter.deadline > now);
-        if (entry.waiters.length === 0) this.pending.delete(hash);
       });
     } finally {
       this.polling = false;
