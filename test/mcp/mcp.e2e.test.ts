@@ -18,6 +18,7 @@ import { jsonDiff } from "../../src/operations/json-diff/index.ts";
 import { unitConvert } from "../../src/operations/unit-convert/index.ts";
 import { Problem } from "../../src/problem.ts";
 import { openStore } from "../../src/store/open-store.ts";
+import type { Store } from "../../src/store/store.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 import {
   callTool,
@@ -63,6 +64,8 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
   let service: TestService;
   let client: Client;
   let balanceOf: ReturnType<typeof usdcBalances>;
+  /** The service's ledger, opened once: each open migrates under a database-wide lock (seconds with PostgreSQL under load). */
+  let ledger: Store;
   const payer: ToolPayer = toolPayer(devPrivateKey(3));
 
   beforeAll(async () => {
@@ -72,20 +75,17 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
     );
     balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
     client = await connectMcp(service.url);
+    ledger = await openStore(service.config.database);
   });
   afterAll(async () => {
     await client?.close();
+    await ledger?.close();
     await service?.stop();
   });
 
   const settledRows = async () => {
-    const store = await openStore(service.config.database);
-    try {
-      const rows = await store.paymentCounts();
-      return rows.filter((row) => row.state === "settled").reduce((sum, row) => sum + row.count, 0);
-    } finally {
-      await store.close();
-    }
+    const rows = await ledger.paymentCounts();
+    return rows.filter((row) => row.state === "settled").reduce((sum, row) => sum + row.count, 0);
   };
 
   it("lists every sync operation as a tool named by its id, with its schemas and price, and the free get_job", async () => {
@@ -267,15 +267,10 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
     expect(result.structuredContent).toMatchObject({ status: 502, detail: "the upstream did not answer" });
     expect(await balanceOf(payer.address)).toBe(payerBefore);
     expect(await balanceOf(service.payTo)).toBe(payToBefore);
-    const store = await openStore(service.config.database);
-    try {
-      const rows = await store.paymentCounts();
-      expect(rows.find((row) => row.operationId === "test-upstream-down")).toMatchObject({
-        state: "released",
-      });
-    } finally {
-      await store.close();
-    }
+    const rows = await ledger.paymentCounts();
+    expect(rows.find((row) => row.operationId === "test-upstream-down")).toMatchObject({
+      state: "released",
+    });
   });
 
   it("32 concurrent paid tool calls: ledger = on-chain transfers = delivered results", async () => {
