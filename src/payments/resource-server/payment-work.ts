@@ -73,6 +73,8 @@ export class PaymentWork {
       if (await this.store.takeOverPayment(record.paymentKey, this.now(), lease)) {
         return this.track(record.paymentKey, lease, () => this.resume(record, identity, request));
       }
+      // Neither taken over nor waited for (its row gone, or lost to other takers again and again): retry later.
+      if (Date.now() >= deadline) throw inProgress(RETRY_AFTER_SECONDS);
       const outcome = await this.awaitOwner(record.paymentKey, deadline);
       if (outcome) return outcome;
     }
