@@ -208,6 +208,12 @@ export function guardConnections(server: Server, limits: HttpLimits, log: Logger
  */
 export const PROBE_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
 
+/** A request target's path: before any query string (indexOf, not split: no array per request). */
+const pathOf = (url: string): string => {
+  const query = url.indexOf("?");
+  return query === -1 ? url : url.slice(0, query);
+};
+
 const REFUSAL = Symbol("utility402.requestRefusal");
 const CLIENT = Symbol("utility402.client");
 type Marked = IncomingMessage & { [REFUSAL]?: Problem; [CLIENT]?: string };
@@ -235,7 +241,7 @@ export function limitRequestsPerClient(fetch: Fetch, limits: HttpLimits): Fetch 
   return (request, bindings) => {
     const env = bindings as NodeBindings;
     const incoming = env?.incoming as Marked | undefined;
-    if (!incoming || PROBE_PATHS.has((incoming.url ?? "").split("?")[0] ?? "")) {
+    if (!incoming || PROBE_PATHS.has(pathOf(incoming.url ?? ""))) {
       return fetch(request, bindings);
     }
     const client = clientAddress(
