@@ -10,7 +10,7 @@ import { ChainUnavailableError } from "../../chain/transport-failures.ts";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../../config.ts";
 import { ReceiptTimeoutError } from "../settler/receipt-watcher.ts";
 import type { SettlerSigner } from "../settler/signer.ts";
-import { inProcessFacilitator } from "./facilitator.ts";
+import { inProcessFacilitator, withOneReceiptWait } from "./facilitator.ts";
 
 const network = BASE_NETWORK as `${string}:${string}`;
 const payTo = "0x1111111111111111111111111111111111111111";
@@ -109,7 +109,7 @@ function slowReceiptSigner(laterReceipt: () => unknown, { firstWaitTimesOut = tr
 describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", () => {
   it("waits for the transaction it sent when the settlement is retried, and never sends the authorization twice", async () => {
     const { signer, broadcasts, receiptWaits } = slowReceiptSigner(paidReceipt);
-    const server = new x402ResourceServer(inProcessFacilitator(signer, network)).register(
+    const server = new x402ResourceServer(withOneReceiptWait(inProcessFacilitator(signer, network))).register(
       network,
       new ExactEvmScheme(),
     );
@@ -134,7 +134,7 @@ describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", ()
     const { signer, broadcasts, receiptWaits } = slowReceiptSigner(() => {
       throw new ReceiptTimeoutError(FIRST_TX, 30_000);
     });
-    const server = new x402ResourceServer(inProcessFacilitator(signer, network)).register(
+    const server = new x402ResourceServer(withOneReceiptWait(inProcessFacilitator(signer, network))).register(
       network,
       new ExactEvmScheme(),
     );
@@ -148,6 +148,21 @@ describe("the exact EIP-3009 scheme with a settlement whose receipt is slow", ()
     expect(outcome).toMatchObject({ errorReason: "settlement_unconfirmed", transaction: FIRST_TX });
     expect(receiptWaits()).toBe(1);
     expect(broadcasts).toEqual(["fast path"]);
+  });
+
+  it("keeps the protocol's settlement_pending for the standalone facilitator's clients", async () => {
+    const { signer, receiptWaits } = slowReceiptSigner(() => {
+      throw new ReceiptTimeoutError(FIRST_TX, 30_000);
+    });
+    const facilitator = inProcessFacilitator(signer, network);
+    const payment = await signedPayment();
+    expect((await facilitator.verify(payment, requirements)).isValid).toBe(true);
+    expect(await facilitator.settle(payment, requirements)).toMatchObject({
+      success: false,
+      errorReason: "settlement_pending",
+      transaction: FIRST_TX,
+    });
+    expect(receiptWaits()).toBe(1);
   });
 });
 

@@ -31,19 +31,30 @@ export function inProcessFacilitator(signer: SettlerSigner, network: Network): F
   return {
     verify: (payload, requirements) =>
       failingOnTransportErrors(signer, (recording) => through(recording).verify(payload, requirements)),
+    settle: (payload, requirements) =>
+      failingOnTransportErrors(signer, (recording) => through(recording).settle(payload, requirements)),
+    getSupported: async () =>
+      facilitator.getSupported() as Awaited<ReturnType<FacilitatorClient["getSupported"]>>,
+  };
+}
+
+/**
+ * The facilitator as this service's own gate calls it: a settlement that waited for its receipt and got none
+ * is `settlement_unconfirmed`, not `settlement_pending`. x402 core settles a "pending" payment once more at
+ * once, and the retry waited as long again (two X402_SETTLEMENT_TIMEOUT_MS, past an MCP client's 60 s at the
+ * default); the gate asks the token instead and keeps the payment open for the client's retry. The
+ * standalone facilitator (`utility402 facilitator`) keeps the protocol's `settlement_pending` for its clients.
+ */
+export function withOneReceiptWait(facilitator: FacilitatorClient): FacilitatorClient {
+  return {
+    verify: (payload, requirements) => facilitator.verify(payload, requirements),
     settle: async (payload, requirements) => {
-      const settled = await failingOnTransportErrors(signer, (recording) =>
-        through(recording).settle(payload, requirements),
-      );
-      // Waited for its receipt once already: x402 core would settle a "pending" payment once more at once,
-      // waiting as long again (two X402_SETTLEMENT_TIMEOUT_MS, past an MCP client's 60 s at the default).
-      // The gate asks the token instead and keeps the payment open for the client's retry.
+      const settled = await facilitator.settle(payload, requirements);
       return !settled.success && settled.errorReason === SETTLEMENT_PENDING
         ? { ...settled, errorReason: SETTLEMENT_UNCONFIRMED }
         : settled;
     },
-    getSupported: async () =>
-      facilitator.getSupported() as Awaited<ReturnType<FacilitatorClient["getSupported"]>>,
+    getSupported: () => facilitator.getSupported(),
   };
 }
 
@@ -83,7 +94,7 @@ export function createPaymentBackend(
   });
   return {
     mode: config.mode,
-    facilitator: inProcessFacilitator(signer, config.network),
+    facilitator: withOneReceiptWait(inProcessFacilitator(signer, config.network)),
     settlerAddress: signer.address,
     probe: async () => {
       const block = await signer.blockNumber();
