@@ -106,8 +106,11 @@ describe("loadConfig", () => {
         .database,
     ).toMatchObject({ statementTimeoutMs: 2500 });
     expect(() =>
-      loadConfig({ DATABASE_URL: "postgres://u:p@db:5432/app", DATABASE_STATEMENT_TIMEOUT_MS: "0" }),
+      loadConfig({ DATABASE_URL: "postgres://u:p@db:5432/app", DATABASE_STATEMENT_TIMEOUT_MS: "50" }),
     ).toThrow(/DATABASE_STATEMENT_TIMEOUT_MS/);
+    expect(
+      loadConfig({ DATABASE_URL: "postgres://u:p@db:5432/app", DATABASE_STATEMENT_TIMEOUT_MS: "0" }).database,
+    ).toMatchObject({ statementTimeoutMs: 0 });
   });
 });
 

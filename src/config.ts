@@ -73,7 +73,12 @@ const SERVICE_VARIABLES = {
       ),
   ),
   DATABASE_POOL_SIZE: optional(z.coerce.number().int().min(1).max(500)).default(10),
-  DATABASE_STATEMENT_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(600_000)).default(10_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: optional(
+    z.coerce
+      .number()
+      .int()
+      .refine((ms) => ms === 0 || (ms >= 100 && ms <= 600_000), "must be 0 (no limit) or 100-600000"),
+  ).default(10_000),
   RELEASES_DIR: optional(z.string()),
   JOB_RETENTION_DAYS: optional(
     z.coerce.number().int().min(7, "must be at least 7 (results are kept a week)"),

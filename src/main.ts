@@ -104,7 +104,10 @@ function stopOnSignals(log: Logger, stop: () => Promise<unknown>): void {
 
 async function ledgerCommand(args: string[]): Promise<void> {
   const config = loadConfig();
-  const store = await openStore(config.database).catch((error) => {
+  // An operator's report over the whole ledger: not held to a request's statement timeout.
+  const database =
+    config.database.kind === "postgres" ? { ...config.database, statementTimeoutMs: 0 } : config.database;
+  const store = await openStore(database).catch((error) => {
     throw databaseStartError(error, config.database);
   });
   try {

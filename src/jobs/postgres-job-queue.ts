@@ -276,6 +276,9 @@ export class PostgresJobQueue implements JobQueue {
     try {
       await client.query("BEGIN");
       try {
+        // Bulk work over tables that only grow: not held to a request's DATABASE_STATEMENT_TIMEOUT_MS (rolled
+        // back at it every run, old jobs would never be purged).
+        await client.query("SET LOCAL statement_timeout = 0");
         const promoted = await client.query(
           `UPDATE jobs SET state = 'queued', updated_at = $1
            WHERE state = 'awaiting_payment' AND payment_key IN (${SECURED_PAYMENT})`,

@@ -27,7 +27,7 @@ export interface PostgresStoreOptions {
   poolSize: number;
   /**
    * The longest any one statement may run or wait for a lock, and a transaction may sit idle, before
-   * PostgreSQL cancels it (the call answers 503, retry). Default 10 s.
+   * PostgreSQL cancels it (the call answers 503, retry). Default 10 s; 0: no limit (the server's own settings).
    */
   statementTimeoutMs?: number;
   /** A schema of its own (created when missing); tests use one per run. Default: the connection's search_path. */
@@ -112,15 +112,18 @@ export class PostgresStore implements Store {
     if (options.schema !== undefined && !SCHEMA_NAME.test(options.schema)) {
       throw new Error(`invalid schema name "${options.schema}"`);
     }
+    const timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
     const pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.poolSize,
       // A database that does not answer is an outage to report (503), not a request to hang on: neither
       // while connecting, nor behind a lock another session holds, nor inside a transaction whose client
-      // stopped (its locks go with it). Sent as startup parameters, so a URL's own options still apply.
+      // stopped (its locks go with it). Sent as startup parameters: they take precedence over the role's and
+      // database's settings and over `-c` in the URL's options; a `statement_timeout` query parameter in the
+      // URL replaces this one (pg reads the URL over its config).
       connectionTimeoutMillis: 10_000,
-      statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
-      idle_in_transaction_session_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+      statement_timeout: timeoutMs,
+      idle_in_transaction_session_timeout: timeoutMs,
       // A connection whose peer vanished (no FIN: a partition, a killed host) is found by TCP keep-alive.
       keepAlive: true,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
