@@ -30,9 +30,15 @@ describe("PaymentWork.takeOverOrWait", () => {
       now: () => Date.now(),
     });
     const record = { paymentKey: "k", leaseUntil: 0 } as PaymentRecord;
+    // The loop yields to timers between tries (a SQLite store answers without ever leaving the microtask queue).
+    let timerRan = false;
+    setTimeout(() => {
+      timerRan = true;
+    }, 0);
     await expect(work.takeOverOrWait(record, {} as PaymentIdentity, {} as PaidRequest)).rejects.toMatchObject(
       { problem: { slug: "payment-in-progress" }, retryAfterSeconds: 5 },
     );
     expect(calls).toBeLessThanOrEqual(2 * (DUPLICATE_WAIT_MS / 1000) + 2);
+    expect(timerRan).toBe(true);
   });
 });

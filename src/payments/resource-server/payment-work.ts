@@ -77,6 +77,8 @@ export class PaymentWork {
       if (Date.now() >= deadline) throw inProgress(RETRY_AFTER_SECONDS);
       const outcome = await this.awaitOwner(record.paymentKey, deadline);
       if (outcome) return outcome;
+      // Free to take over again at once: pause first, or a row that is gone would be asked for in a tight loop.
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 

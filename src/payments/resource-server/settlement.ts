@@ -197,7 +197,8 @@ export class Settlement {
 
   /** Leaves the payment open for the client's retry with the same payment; the retry resumes it at once. */
   async keepOpen(facts: PaymentFacts): Promise<never> {
-    await this.options.store.releaseLease(facts.paymentKey);
+    // A ledger that fails here must not turn this answer into "nothing was charged": the lease runs out anyway.
+    await this.options.store.releaseLease(facts.paymentKey).catch(() => undefined);
     throw paymentsUnavailable(
       "the settlement could not be confirmed (facilitator or chain unreachable); retry the same request with the " +
         "same payment to receive the result; it is charged at most once",

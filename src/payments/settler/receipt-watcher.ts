@@ -65,12 +65,20 @@ export class ReceiptWatcher {
             current.waiters = current.waiters.filter((other) => other !== waiter);
             if (current.waiters.length === 0) this.pending.delete(hash);
           }
+          if (this.pending.size === 0) this.disarm();
           reject(new ReceiptTimeoutError(hash, timeoutMs));
         }, timeoutMs),
       };
       entry.waiters.push(waiter);
       this.arm();
     });
+  }
+
+  /** No check is due: nothing is waited for. */
+  private disarm(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
   }
 
   /** Sets the timer for the earliest due check (transactions handed over in the same tick share it). */
