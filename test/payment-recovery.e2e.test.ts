@@ -9,7 +9,7 @@ import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { createAuthorizationChecker } from "../src/payments/settler/authorization-state.ts";
 import { openStore } from "../src/store/open-store.ts";
-import { paymentKeyOf, spendNonceElsewhere, startFlakyRpc } from "./helpers/payment-faults.ts";
+import { chainRpc, paymentKeyOf, spendNonceElsewhere, startFlakyRpc } from "./helpers/payment-faults.ts";
 import {
   databaseUrlOf,
   freePort,
@@ -76,18 +76,6 @@ describe("a settlement whose outcome is unknown", () => {
   });
 });
 
-/** An anvil JSON-RPC call (evm_setAutomine, evm_mine). */
-async function anvil(rpcUrl: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const response = await fetch(rpcUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const { result, error } = (await response.json()) as { result?: unknown; error?: { message: string } };
-  if (error) throw new Error(`${method}: ${error.message}`);
-  return result;
-}
-
 describe("a settlement broadcast but not mined in time", () => {
   const TIMEOUT_MS = 3000;
   let chain: LocalChain;
@@ -103,7 +91,7 @@ describe("a settlement broadcast but not mined in time", () => {
     });
   });
   afterAll(async () => {
-    if (chain) await anvil(chain.rpcUrl, "evm_setAutomine", [true]).catch(() => undefined);
+    if (chain) await chainRpc(chain.rpcUrl, "evm_setAutomine", [true]).catch(() => undefined);
     await service?.stop();
     await chain?.stop();
   });
@@ -116,7 +104,7 @@ describe("a settlement broadcast but not mined in time", () => {
     const payment = await payer.signPayment(await fetch(url, jsonPost(request)));
     const before = await balanceOf(payer.address);
 
-    await anvil(chain.rpcUrl, "evm_setAutomine", [false]);
+    await chainRpc(chain.rpcUrl, "evm_setAutomine", [false]);
     const started = Date.now();
     const unconfirmed = await fetch(url, jsonPost(request, payment));
     const waitedMs = Date.now() - started;
@@ -128,8 +116,8 @@ describe("a settlement broadcast but not mined in time", () => {
     expect(waitedMs).toBeLessThan(2 * TIMEOUT_MS);
     expect(await balanceOf(payer.address)).toBe(before);
 
-    await anvil(chain.rpcUrl, "evm_mine");
-    await anvil(chain.rpcUrl, "evm_setAutomine", [true]);
+    await chainRpc(chain.rpcUrl, "evm_mine");
+    await chainRpc(chain.rpcUrl, "evm_setAutomine", [true]);
     const retried = await fetch(url, jsonPost(request, payment));
     expect(retried.status).toBe(200);
     expect(paymentReceipt(retried)?.success).toBe(true);

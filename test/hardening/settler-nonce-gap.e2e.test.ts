@@ -9,6 +9,7 @@ import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
 import { openStore } from "../../src/store/open-store.ts";
 import type { SettlementTransactionRecord } from "../../src/store/store.ts";
+import { chainRpc } from "../helpers/payment-faults.ts";
 import { until } from "../helpers/processes.ts";
 import { freePort, jsonPost, startTestService, type TestService } from "../helpers/service.ts";
 
@@ -32,16 +33,7 @@ describe("settlement after the chain lost the settler's transactions", () => {
   const payTo = devAccounts().payTo.address;
   let calls = 0;
 
-  const rpc = async (method: string, params: unknown[] = []) => {
-    const response = await fetch(chain.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const { result, error } = (await response.json()) as { result?: unknown; error?: { message: string } };
-    if (error) throw new Error(`${method}: ${error.message}`);
-    return result;
-  };
+  const rpc = (method: string, params: unknown[] = []) => chainRpc(chain.rpcUrl, method, params);
 
   /** A paid csv-cleanup call, signed by the next payer. */
   const paidCall = async () => {

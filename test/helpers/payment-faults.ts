@@ -48,6 +48,18 @@ export function paymentKeyOf(payment: Record<string, string>): string {
   return `${decoded.accepted.network}:${decoded.accepted.asset}:${from}:${nonce}`.toLowerCase();
 }
 
+/** One JSON-RPC call to the local chain (anvil's own methods too: evm_setAutomine, evm_mine, anvil_*); throws its error. */
+export async function chainRpc(rpcUrl: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const response = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const { result, error } = (await response.json()) as { result?: unknown; error?: { message: string } };
+  if (error) throw new Error(`${method}: ${error.message}`);
+  return result;
+}
+
 /**
  * A JSON-RPC relay to anvil that can go dark at the next broadcast: the transaction reaches the chain,
  * and nothing comes back, neither the broadcast's answer (nor a receipt asked for in the same batch)
