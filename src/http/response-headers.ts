@@ -24,7 +24,7 @@ export function respond(
   const response = new Response(body, {
     status: init.status,
     // Object.assign, not spreads: V8 copies a second spread property by property in its runtime (3.9 µs for
-    // a 402's headers against 0.2 µs; bench/results/paid-path.json has the 402's cost in all).
+    // a 402's headers against 0.2 µs; docs/performance.md, 2026-11-27).
     headers: own ? Object.assign({}, init.headers, own) : init.headers,
   });
   context.set("completeResponse", response);

@@ -7,8 +7,8 @@
 export const SETTLEMENT_PENDING = "settlement_pending";
 
 /**
- * The in-process facilitator's answer for the same: not one x402 core retries, so a paid call waits for its
- * receipt once (X402_SETTLEMENT_TIMEOUT_MS), not twice, before it is answered.
+ * The same as this service's gate reads it from its in-process facilitator (`withOneReceiptWait`): not one x402
+ * core retries, so a paid call waits for its receipt once (X402_SETTLEMENT_TIMEOUT_MS), not twice.
  */
 export const SETTLEMENT_UNCONFIRMED = "settlement_unconfirmed";
 
