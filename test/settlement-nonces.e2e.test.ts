@@ -65,7 +65,13 @@ describe("settlement nonces under 32 concurrent paid calls", () => {
   }
 
   async function expectEachSettledOnce(responses: Response[], payToBefore: bigint, rowsBefore: number) {
-    expect(responses.map((response) => response.status)).toEqual(Array(CONCURRENT).fill(200));
+    // A call that is not a 200 shows its problem body in the failure, not only its status.
+    const outcomes = await Promise.all(
+      responses.map(async (response) =>
+        response.status === 200 ? 200 : `${response.status} ${await response.text()}`,
+      ),
+    );
+    expect(outcomes).toEqual(Array(CONCURRENT).fill(200));
     const transactions = new Set(responses.map((response) => paymentReceipt(response)?.transaction));
     expect(transactions.size).toBe(CONCURRENT);
     expect(await balanceOf(service.payTo)).toBe(payToBefore + BigInt(CONCURRENT) * CSV_PRICE);
