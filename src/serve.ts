@@ -99,6 +99,7 @@ export async function startService(
     const env = { config, log, now, store, localChain: chain.localChain };
     const started = await startOperations(start, operations, env, chain.rpcUrl);
     const backend = await connectPaymentBackend(config.payment, chain, settlementJournal.journal);
+    shutdown.push("settler", () => backend.stop());
     const resourceServer = new x402ResourceServer(backend.facilitator)
       .register(config.payment.network, new ExactEvmScheme())
       .registerExtension(bazaarResourceServerExtension);
@@ -309,6 +310,7 @@ async function connectPaymentBackend(
   // Self mode settles over RPC_URL: one that does not answer is a reason not to start, said in one line.
   if (payment.mode === "self") {
     await withTimeout(backend.probe(), RPC_START_TIMEOUT_MS).catch((error) => {
+      backend.stop();
       throw rpcStartError(error, payment.rpcUrl as string);
     });
   }

@@ -16,6 +16,8 @@ export interface PaymentBackend {
   settlerAddress?: `0x${string}`;
   /** Throws when the chain (in-process modes) or the remote facilitator cannot be reached. */
   probe(): Promise<{ chain?: string; facilitator: string }>;
+  /** Stops the in-process settler's background check (at shutdown, once no payment is in flight). */
+  stop(): void;
 }
 
 /**
@@ -83,6 +85,7 @@ export function createPaymentBackend(
         await facilitator.getSupported();
         return { facilitator: `ok (${url})` };
       },
+      stop: () => {},
     };
   }
   if (!inProcess) throw new Error(`payment mode ${config.mode} needs a settlement key and an RPC URL`);
@@ -100,5 +103,6 @@ export function createPaymentBackend(
       const block = await signer.blockNumber();
       return { chain: `ok (block ${block})`, facilitator: "ok (in-process)" };
     },
+    stop: () => signer.stop(),
   };
 }

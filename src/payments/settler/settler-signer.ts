@@ -45,7 +45,7 @@ export function createSettlerSigner(options: {
   journal?: SettlementJournal;
   /** How long a function's gas estimate is used for its later calls (each still simulated). Default 60 s. */
   gasEstimateMaxAgeMs?: number;
-}): SettlerSigner {
+}): SettlerSigner & { stop(): void } {
   const account = privateKeyToAccount(options.privateKey);
   const { publicClient, sender, walletClient, receipts } = settlerClients(options, account);
   const fees = new FeeCache(publicClient, options.pollingIntervalMs);
@@ -254,6 +254,8 @@ export function createSettlerSigner(options: {
   gapTimer.unref();
 
   return {
+    /** Ends the gap check (a service stopped in a process that goes on, such as a test, checks no more). */
+    stop: () => clearInterval(gapTimer),
     address: account.address,
     getAddresses: () => [account.address],
     blockNumber: () => publicClient.getBlockNumber({ cacheTime: 0 }),
