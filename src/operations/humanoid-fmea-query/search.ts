@@ -33,7 +33,11 @@ export function stem(word: string): string {
 export const SYNONYMS: readonly { term: string; patterns: readonly RegExp[] }[] = [
   { term: "estop", patterns: [/\be[ -]?stop(s|ped|ping)?\b/g, /\bemergency[ -]+stop(s|ped|ping)?\b/g] },
   { term: "strainwave", patterns: [/\bstrain[ -]+wave\b/g, /\bharmonic[ -]+drives?\b/g] },
-  { term: "pinch", patterns: [/\bpinch(es|ed|ing)?\b/g, /\bfinger[ -]+traps?\b/g, /\bcrush(es|ed|ing)?\b/g] },
+  // "pinch point" is one phrase: its "point" must not become a word every answer has to contain.
+  {
+    term: "pinch",
+    patterns: [/\bpinch(es|ed|ing)?([ -]+points?)?\b/g, /\bfinger[ -]+traps?\b/g, /\bcrush(es|ed|ing)?\b/g],
+  },
   {
     term: "foundationmodel",
     patterns: [
@@ -45,6 +49,29 @@ export const SYNONYMS: readonly { term: string; patterns: readonly RegExp[] }[] 
     ],
   },
   { term: "tipover", patterns: [/\btip(s|ping|ped)?[ -]+over\b/g, /\btopple(s|d)?\b/g, /\btoppling\b/g] },
+  // British and American spellings.
+  { term: "localisation", patterns: [/\blocali[sz](ation|ations|e|es|ed|ing)\b/g] },
+  // Irregular forms the stemmer cannot join: "localisation loss" = "localisation lost".
+  { term: "lose", patterns: [/\b(loss|losses|lost|lose|loses|losing)\b/g] },
+  {
+    term: "teleop",
+    patterns: [
+      /\btele[ -]?op(s|erat(e|es|ed|ing|ion|ions|or|ors))?\b/g,
+      /\bremote(ly)?[ -]+operat(e|ed|ing|ion|or|ors)\b/g,
+    ],
+  },
+  { term: "latency", patterns: [/\b(lag(s|ged|ging)?|latenc(y|ies)|delay(s|ed|ing)?)\b/g] },
+  // One alternation per group where phrases overlap, so a document counts "cyber attack" once.
+  {
+    term: "intrusion",
+    patterns: [
+      /\b(cyber[ -]?(security|attacks?)|hack(s|ed|ing|ers?)?|compromis(e|es|ed|ing)|intru(sions?|ders?)|attack(s|ed|ing|ers?)?|malicious|unauthori[sz]ed)\b/g,
+    ],
+  },
+  {
+    term: "vulnerable",
+    patterns: [/\b(elderly|old(er)?[ -]+(adults?|people|persons?|workers?)|seniors?|frail|vulnerable)\b/g],
+  },
 ];
 
 const fold = (text: string) =>
@@ -80,6 +107,9 @@ export function tokenize(text: string, mode: "document" | "query" = "document"):
   const tokens = words(folded);
   return mode === "query" ? tokens : [...tokens, ...canonical.map(stem)];
 }
+
+/** An all-words answer with fewer documents than this gives way to the best-match answer. */
+export const FALLBACK_BELOW = 3;
 
 export interface WeightedField {
   text: string;
@@ -139,8 +169,18 @@ export class Bm25Index<T> {
     return this.#rank(query).map((r) => r.score);
   }
 
-  #rank(query: string): { score: number; matched: number }[] {
+  /**
+   * Per document: its score over every query term, and how many of the deciding terms it contains.
+   * Deciding terms are those found in at most half the documents: a word nearly every document holds
+   * ("robot" here) still adds to the score but neither admits a document nor keeps one out. When every
+   * query term is that common, all of them decide.
+   */
+  #rank(query: string): { score: number; matched: number; deciding: number }[] {
     const terms = [...new Set(tokenize(query, "query"))];
+    const informative = terms.filter(
+      (term) => (this.#documentFrequency.get(term) ?? 0) <= this.#docs.length / 2,
+    );
+    const deciding = new Set(informative.length > 0 ? informative : terms);
     return this.#termFrequencies.map((frequencies, index) => {
       const norm = this.#k1 * (1 - this.#b + (this.#b * (this.#lengths[index] ?? 0)) / this.#averageLength);
       let score = 0;
@@ -149,25 +189,27 @@ export class Bm25Index<T> {
         const tf = frequencies.get(term);
         if (tf) {
           score += (this.idf(term) * tf * (this.#k1 + 1)) / (tf + norm);
-          matched++;
+          if (deciding.has(term)) matched++;
         }
       }
-      return { score, matched };
+      return { score, matched, deciding: deciding.size };
     });
   }
 
   /**
-   * Documents that contain the most of the query's distinct terms, best BM25 score first: with n
-   * terms and `best` the most any (included) document contains, a document must contain at least
-   * best − ⌊n/4⌋ of them, so a query of up to 3 terms needs every term when any document has them all,
-   * and a long sentence tolerates a few missing words. More terms rank first, then the score. Scores
-   * are rounded to `decimals` before ranking, so documents whose shown scores are equal keep document
-   * order.
+   * All words first, then best match. With n deciding terms and `best` the most any (included)
+   * document contains, the documents holding at least best − ⌊n/4⌋ of them answer: a query of up to 3
+   * terms needs every term when any document has them all, and a long sentence tolerates a few missing
+   * words. When that finds fewer than `FALLBACK_BELOW` documents, every document holding any deciding
+   * term answers instead (best match). Either way more deciding terms rank first, then the BM25 score.
+   * Scores are rounded to `decimals` before ranking, so documents whose shown scores are equal keep
+   * document order.
    */
   search(query: string, include: (doc: T) => boolean = () => true, decimals = 3): Ranked<T>[] {
     const scale = 10 ** decimals;
-    const terms = new Set(tokenize(query, "query")).size;
-    const hits = this.#rank(query)
+    const ranked = this.#rank(query);
+    const terms = ranked[0]?.deciding ?? 0;
+    const hits = ranked
       .map(({ score, matched }, index) => ({
         doc: this.#docs[index] as T,
         score: Math.round(score * scale) / scale,
@@ -177,8 +219,8 @@ export class Bm25Index<T> {
       .filter((hit) => hit.matched > 0 && hit.score > 0 && include(hit.doc));
     const best = Math.max(0, ...hits.map((hit) => hit.matched));
     const least = Math.max(1, best - Math.floor(terms / 4));
-    return hits
-      .filter((hit) => hit.matched >= least)
+    const allWords = hits.filter((hit) => hit.matched >= least);
+    return (allWords.length >= FALLBACK_BELOW ? allWords : hits)
       .sort((a, b) => b.matched - a.matched || b.score - a.score || a.index - b.index)
       .map(({ doc, score }) => ({ doc, score }));
   }
