@@ -58,6 +58,7 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
       ["HFM-PWR-06", "HFM-PWR-01"],
       ["HFM-STR-07", "HFM-BAL-03"],
       ["HFM-STR-05", "HFM-MAN-06"],
+      ["HFM-COM-05", "HFM-PER-06"],
     ]);
     for (const { id, mergedInto } of catalogue.retired) {
       expect(entries.some((e) => e.id === id)).toBe(false);
@@ -74,6 +75,8 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
     expect(find(/whole-body controller infeasible/i)).toEqual(["HFM-BAL-09"]);
     expect(find(/gantry or hoist/i)).toEqual(["HFM-STR-09"]);
     expect(find(/tactile skin/i)).toEqual(["HFM-PER-10"]);
+    // Catalogue 2.1.0: an update that installs or restarts mid-task (HFM-SW-04 is only its regressions).
+    expect(find(/update installs|reboots, in the middle of a task/i)).toEqual(["HFM-SW-09"]);
   });
 
   it("has every field present and non-empty, ratings 1–10 and an ISO 12100 hazard type", () => {
@@ -257,12 +260,37 @@ describe("the catalogue agrees with the standards it cites", () => {
     expect(criterion).not.toMatch(/even with long contact/);
   });
 
-  it("accepts no strike of a falling robot beyond the body-region value, and no head contact", () => {
-    const criterion = entry("HFM-STR-01").verificationTest.acceptanceCriteria;
-    expect(criterion).not.toMatch(/150 J|5 kN|3 of 30/);
-    expect(criterion).toMatch(/30 of 30 falls the mannequin is not struck/);
-    expect(criterion).toMatch(/transient value of the body region hit/);
-    expect(criterion).toMatch(/0 of 30 falls touch the head/);
+  it("prevents a fall onto a person instead of limiting it: no strike is a pass, people are kept out of the fall zone", () => {
+    const e = entry("HFM-STR-01");
+    const criterion = e.verificationTest.acceptanceCriteria;
+    expect(criterion).not.toMatch(/150 J|5 kN|3 of 30|transient value|accepts contact|280 N/);
+    expect(criterion).toMatch(/0 of 30 falls strike or touch the mannequin/);
+    expect(e.function).toMatch(/prevented, never limited/);
+    expect(e.preventionControls.join(" ")).toMatch(/fall zone .* statically stable stance/);
+    expect(e.safetyFunctions).toContain("SF-SSM");
+    expect(e.references.map((r) => r.standard)).not.toContain("ISO/TS 15066:2016");
+  });
+
+  it("holds a stepped-on foot to a stated value with its real basis: ISO/TS 15066 has no foot, the lower leg is 130 N", () => {
+    const e = entry("HFM-BAL-08");
+    const criterion = e.verificationTest.acceptanceCriteria;
+    expect(criterion).not.toMatch(/200 N/);
+    expect(criterion).toMatch(/unloaded below 130 N, the lower leg quasi-static value/);
+    expect(criterion).toMatch(/body model has no foot/);
+    expect(e.references.find((r) => r.standard === "ISO/TS 15066:2016")?.topic).toMatch(/No foot region/);
+  });
+
+  it("holds a trapped finger to the hands and fingers value (140 N), not the face value (65 N)", () => {
+    const criterion = entry("HFM-STR-03").verificationTest.acceptanceCriteria;
+    expect(criterion).not.toMatch(/65 N/);
+    expect(criterion).toMatch(/≤ 140 N \(the ISO\/TS 15066 hands and fingers value\)/);
+  });
+
+  it("allows no automatic restart after any stop (HFM-SAF-08), and rates a robot driven into a person as a body impact (9)", () => {
+    const e = entry("HFM-SAF-08");
+    expect(e.preventionControls.join(" ")).not.toMatch(/Automatic resume only/);
+    expect(e.verificationTest.acceptanceCriteria).toMatch(/0 automatic resumes/);
+    expect(entry("HFM-HRI-06")).toMatchObject({ severity: 9, hazard: { harm: "body-impact" } });
   });
 
   it("derives the shared-aisle speed from its own energy method (65 kg robot, chest values)", () => {

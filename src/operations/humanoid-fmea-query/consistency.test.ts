@@ -1,0 +1,212 @@
+import { describe, expect, it } from "vitest";
+import { type FmeaEntry, loadCatalogue } from "./catalogue.ts";
+
+/**
+ * Checks that run over every entry and every string in it, so that a new entry, or a new sentence
+ * in an old one, is held to the same rules without anyone writing a case for it.
+ */
+const catalogue = loadCatalogue();
+const entries = catalogue.entries;
+
+/** Every string reachable in a value. */
+function strings(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.flatMap(strings);
+  if (value && typeof value === "object") return Object.values(value).flatMap(strings);
+  return [];
+}
+
+/**
+ * ISO/TS 15066:2016 Annex A, Table A.2: the quasi-static contact force limit per body region, in N
+ * (ISO 10218-2:2025 now holds the same values). Transient contact may reach twice the quasi-static
+ * value. The body model has no foot: the nearest region is the lower leg. Written out here from the
+ * table, independently of the catalogue.
+ */
+const QUASI_STATIC_FORCE: readonly { region: string; words: RegExp; newtons: number | null }[] = [
+  { region: "skull and forehead", words: /\b(skull|forehead|head)\b/i, newtons: 130 },
+  { region: "face", words: /\bface\b/i, newtons: 65 },
+  { region: "neck", words: /\bneck\b/i, newtons: 150 },
+  { region: "back and shoulders", words: /\b(back|shoulders?)\b/i, newtons: 210 },
+  { region: "chest", words: /\b(chest|sternum)\b/i, newtons: 140 },
+  { region: "abdomen", words: /\babdomen\b/i, newtons: 110 },
+  { region: "pelvis", words: /\bpelvis\b/i, newtons: 180 },
+  { region: "upper arms and elbow joints", words: /\b(upper arms?|elbows?)\b/i, newtons: 150 },
+  { region: "lower arms and wrist joints", words: /\b(lower arms?|forearms?|wrists?)\b/i, newtons: 160 },
+  { region: "hands and fingers", words: /\b(hands?|fingers?|palms?)\b/i, newtons: 140 },
+  { region: "thighs and knees", words: /\b(thighs?|knees?)\b/i, newtons: 220 },
+  { region: "lower legs", words: /\b(lower legs?|shins?|calf|calves)\b/i, newtons: 130 },
+  { region: "foot (not in the ISO/TS 15066 body model)", words: /\b(foot|feet|toes?)\b/i, newtons: null },
+];
+
+/** A clause that sets a force limit for contact with a person (not a sensor range or a handling force). */
+const CONTACT_LIMIT =
+  /15066|body[- ]region|closing force|contact force|transient|quasi-static|clamp|unload|strike|struck|finger probe/i;
+const FORCE = /(\d[\d,]*(?:\.\d+)?)\s?N(?![·/\w])/g;
+
+/** For one clause: each force value, the body region named nearest to it, and what is wrong, if anything. */
+function checkForces(clause: string): string[] {
+  if (!CONTACT_LIMIT.test(clause)) return [];
+  const problems: string[] = [];
+  for (const force of clause.matchAll(FORCE)) {
+    const value = Number((force[1] as string).replace(/,/g, ""));
+    const at = force.index ?? 0;
+    let nearest: { region: string; newtons: number | null; distance: number } | undefined;
+    for (const region of QUASI_STATIC_FORCE) {
+      for (const word of clause.matchAll(new RegExp(region.words.source, "gi"))) {
+        const distance = Math.abs((word.index ?? 0) - at);
+        if (!nearest || distance < nearest.distance) nearest = { ...region, distance };
+      }
+    }
+    if (!nearest) problems.push(`${value} N names no body region`);
+    else if (nearest.newtons === null) problems.push(`${value} N for the ${nearest.region}`);
+    else {
+      const allowed = /transient/i.test(clause)
+        ? [nearest.newtons, 2 * nearest.newtons]
+        : /quasi-static/i.test(clause)
+          ? [nearest.newtons]
+          : [nearest.newtons, 2 * nearest.newtons];
+      if (!allowed.includes(value))
+        problems.push(
+          `${value} N for ${nearest.region}, whose ISO/TS 15066 value is ${allowed.join(" or ")} N`,
+        );
+    }
+  }
+  return problems;
+}
+
+const clauses = (text: string) => text.split(/;|\. /);
+
+describe("ISO/TS 15066 contact forces match the body region they name", () => {
+  it("the checker finds the defects it is for", () => {
+    expect(checkForces("the closing force on a finger probe stays ≤ 65 N")).toEqual([
+      "65 N for hands and fingers, whose ISO/TS 15066 value is 140 or 280 N",
+    ]);
+    expect(checkForces("any accidental contact is unloaded below 200 N")).toEqual([
+      "200 N names no body region",
+    ]);
+    expect(checkForces("the stepped-on foot is unloaded below 130 N")).toEqual([
+      "130 N for the foot (not in the ISO/TS 15066 body model)",
+    ]);
+    expect(checkForces("the stepped-on foot, taken as the lower leg, is unloaded below 130 N")).toEqual([]);
+    expect(checkForces("measured chest transient force ≤ 280 N")).toEqual([]);
+    expect(checkForces("quasi-static chest force ≤ 280 N")).toEqual([
+      "280 N for chest, whose ISO/TS 15066 value is 140 N",
+    ]);
+    // Not a contact limit: a sensor's test range, a person's handling effort.
+    expect(checkForces("press a probe on the skin with 10 to 150 N")).toEqual([]);
+    expect(checkForces("with a hand force ≤ 200 N")).toEqual([]);
+  });
+
+  it("in every string of every entry", () => {
+    const problems = entries.flatMap((e) =>
+      strings(e)
+        .flatMap(clauses)
+        .flatMap((clause) => checkForces(clause).map((p) => `${e.id}: ${p} in "${clause.trim()}"`)),
+    );
+    expect(problems).toEqual([]);
+    // Pressure limits (N/cm²) are not transcribed above: the first one cited needs its row here.
+    expect(entries.filter((e) => /N\/cm/.test(JSON.stringify(e))).map((e) => e.id)).toEqual([]);
+  });
+});
+
+/**
+ * The same harm described in different entries: each phrase class must carry one harm and so one
+ * severity, whatever the cause. Matched on what fails and the hazardous event (not on the side
+ * effects an entry lists).
+ */
+const HARM_PHRASES: readonly { name: string; phrase: RegExp; harm: string }[] = [
+  {
+    name: "robot falls onto a person",
+    phrase:
+      /(falls?|falling|tips?|drops?) (from standing height |from height |from a gantry or hoist )?onto (a |the )?(nearby |worker|bystander|person|people)|fall of (a|the) (65 kg )?(balancing )?robot|falling robot/i,
+    harm: "robot-falls-onto-person",
+  },
+  {
+    name: "robot driven, walked or moved into a person",
+    phrase:
+      /\b(driv|walk|steer|run|mov|reach|carr|push)\w*( the robot| it)?( or \w+)? into (a |the )?(person|people|worker|bystander|crowd)|collision with (a |the )?(person|people|worker)/i,
+    harm: "body-impact",
+  },
+  {
+    name: "robot steps on a foot",
+    phrase: /\b(step|steps|stepping|lands?) (lands )?on (a |the )?(\w+'s )?(foot|feet|toes)/i,
+    harm: "foot-crushing",
+  },
+  {
+    name: "fingers or a hand trapped or crushed",
+    phrase:
+      /\btraps? (fingers|a hand)|(fingers?|hands?) (crushed|trapped|pinched)|closes .* on a person's hand/i,
+    harm: "hand-crushing",
+  },
+];
+
+const harmText = (e: FmeaEntry) => `${e.failureMode} | ${e.hazard.description}`;
+
+describe("one harm, one severity, for every phrase that names the harm", () => {
+  const severity = (harm: string) => catalogue.harms.find((h) => h.id === harm)?.severity ?? 0;
+  // An entry naming several harms carries the worst of them, and that one must be named too.
+  const worstNamed = (e: FmeaEntry) =>
+    HARM_PHRASES.filter((c) => c.phrase.test(harmText(e))).sort(
+      (a, b) => severity(b.harm) - severity(a.harm),
+    )[0];
+
+  it.each(HARM_PHRASES)("$name → $harm", ({ phrase, harm }) => {
+    const matching = entries.filter((e) => phrase.test(harmText(e)));
+    expect(matching.length).toBeGreaterThan(0);
+    const wrong = matching.filter((e) => {
+      const worst = worstNamed(e);
+      const expected = worst && severity(worst.harm) > severity(harm) ? worst.harm : harm;
+      return e.hazard.harm !== expected || e.severity !== severity(expected);
+    });
+    expect(wrong.map((e) => `${e.id} ${e.hazard.harm} ${e.severity}`)).toEqual([]);
+  });
+});
+
+/**
+ * Policies an entry can state in its requirement, controls, further actions and pass criterion (not in
+ * its failure mode, causes or effects, which describe the failure). No entry may both allow and
+ * forbid the same thing.
+ */
+const POLICIES: readonly { topic: string; allows: RegExp; forbids: RegExp }[] = [
+  {
+    topic: "automatic restart after a stop",
+    allows:
+      /(?<!no )automatic (resume|restart)s? (only )?(after|when|is allowed|is permitted)|every automatic (resume|restart)|resumes? automatically (after|once|when)/i,
+    forbids:
+      /never restarts?|no (motion|restart|resume)s? without a deliberate|only on a deliberate|deliberate (restart|start)|no automatic (resume|restart)|0 automatic (resumes|restarts)/i,
+  },
+  {
+    topic: "a falling robot striking a person",
+    allows: /accepts contact|every strike stays within|strike[s]? (stays?|within) the/i,
+    forbids: /is not struck|no (one|person) is struck|0 of \d+ falls? (strike|touch)/i,
+  },
+  {
+    topic: "the local safety layer in teleoperation",
+    allows: /(safety layer|safety functions?) (is |are )?(disabled|bypassed|off) in teleoperation/i,
+    forbids: /(safety layer|safety functions?)[^.;]* (stays?|remains?) active in teleoperation/i,
+  },
+];
+
+const policyText = (e: FmeaEntry) =>
+  [
+    e.function,
+    ...e.preventionControls,
+    ...e.detectionControls,
+    ...(e.furtherActions ?? []),
+    e.verificationTest.method,
+    e.verificationTest.acceptanceCriteria,
+  ].join(" | ");
+
+describe("no entry both allows and forbids the same thing", () => {
+  it("the checker finds the defect it is for", () => {
+    const [restart] = POLICIES;
+    const both = "Resume only on a deliberate restart | Automatic resume only after a protective stop";
+    expect(restart?.allows.test(both) && restart?.forbids.test(both)).toBe(true);
+    expect(restart?.allows.test("No automatic resume after any stop")).toBe(false);
+  });
+
+  it.each(POLICIES)("$topic", ({ allows, forbids }) => {
+    const contradictory = entries.filter((e) => allows.test(policyText(e)) && forbids.test(policyText(e)));
+    expect(contradictory.map((e) => e.id)).toEqual([]);
+  });
+});
