@@ -232,6 +232,65 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   });
 });
 
+describe("FMEA-MSR: run-time monitors rated as AIAG-VDA rates them, beside the design FMEA", () => {
+  // A detection control that acts by itself while the robot works (stops, slows, refuses, switches):
+  // a run-time monitor with a system response, which FMEA-MSR rates, not a design-FMEA detection.
+  const ACTS =
+    /\b(triggers?|stops? (the|and)|that stops|switch(es|ing)? to|refuses?|turns off|slows|unloads|aborts?|blocks?|blocked)\b/i;
+  const monitored = entries.filter((e) => e.msr);
+
+  it("gives every entry with a run-time monitor that acts an FMEA-MSR rating (S, F, M and a priority)", () => {
+    expect(monitored.length).toBeGreaterThanOrEqual(60);
+    for (const e of entries) {
+      if (e.detectionControls.some((c) => ACTS.test(c))) expect(e.msr, e.id).toBeDefined();
+    }
+    for (const e of monitored) {
+      const msr = e.msr as NonNullable<typeof e.msr>;
+      expect(e.detectionControls, e.id).toContain(msr.monitor);
+      expect(msr.frequency, e.id).toBe(e.occurrence);
+      expect(msr.actionPriority, e.id).toBe(
+        actionPriority({ severity: e.severity, occurrence: msr.frequency, detection: msr.monitoring }),
+      );
+      if (msr.actionPriority === "H") expect(e.furtherActions?.length, e.id).toBeGreaterThan(0);
+    }
+  });
+
+  it("rates a safety-rated monitor better than one that only warns, and never claims monitoring it does not have", () => {
+    const m = (id: string) => entries.find((e) => e.id === id)?.msr?.monitoring as number;
+    // Two-channel safe torque monitoring (SLT) against an out-of-distribution score that only slows.
+    expect(m("HFM-ACT-08")).toBeLessThan(m("HFM-SW-02"));
+    expect(m("HFM-SAF-01")).toBeLessThanOrEqual(3);
+    expect(m("HFM-SW-02")).toBeGreaterThanOrEqual(7);
+    // Logs, statistics and reviews are not run-time monitoring: those entries keep the design FMEA only.
+    for (const id of ["HFM-HRI-03", "HFM-HRI-07", "HFM-NAV-05", "HFM-SAF-02", "HFM-STR-08"])
+      expect(entries.find((e) => e.id === id)?.msr, id).toBeUndefined();
+  });
+
+  it("refuses a monitor that is not one of the entry's detection controls, a frequency other than the occurrence, and a wrong priority", () => {
+    const index = raw.entries.findIndex((e: { msr?: unknown }) => e.msr);
+    const broken = (change: (msr: Record<string, unknown>) => void) => {
+      const file = copy();
+      change((file.entries[index] as { msr: Record<string, unknown> }).msr);
+      return issues(file).join("\n");
+    };
+    expect(
+      broken((msr) => {
+        msr.monitor = "a monitor nobody listed";
+      }),
+    ).toMatch(/msr\/monitor: .*detection controls/);
+    expect(
+      broken((msr) => {
+        msr.frequency = (msr.frequency as number) === 10 ? 9 : (msr.frequency as number) + 1;
+      }),
+    ).toMatch(/msr\/frequency/);
+    expect(
+      broken((msr) => {
+        msr.actionPriority = msr.actionPriority === "L" ? "H" : "L";
+      }),
+    ).toMatch(/msr\/actionPriority/);
+  });
+});
+
 /** Every string of an entry (its text fields, lists and nested objects). */
 const texts = (entry: object) => strings(entry).map(([, text]) => text);
 
@@ -372,7 +431,7 @@ describe("the catalogue schema refuses a broken file", () => {
     const high = noActions.entries.findIndex((e) => e.actionPriority === "H");
     delete (noActions.entries[high] as any).furtherActions;
     expect(issues(noActions)).toContain(
-      `entries/${high}/furtherActions: a residual H (either scheme) needs further actions`,
+      `entries/${high}/furtherActions: a residual H (any of its priorities, FMEA-MSR included) needs further actions`,
     );
 
     const estop = copy();

@@ -1,6 +1,11 @@
 import fs from "node:fs";
 import { z } from "zod";
-import { ACTION_PRIORITIES, actionPriority, aiagVdaActionPriority } from "./action-priority.ts";
+import {
+  ACTION_PRIORITIES,
+  actionPriority,
+  aiagVdaActionPriority,
+  PRIORITY_RULE,
+} from "./action-priority.ts";
 
 /**
  * The humanoid-robot FMEA catalogue the service ships (data/humanoid-fmea.json): 96 failure modes in
@@ -109,6 +114,31 @@ export const FmeaEntryFields = z.strictObject({
   causes: TextList,
   preventionControls: TextList,
   detectionControls: TextList,
+  msr: z
+    .strictObject({
+      monitor: Text.meta({
+        description: "The run-time diagnostic this rating is for: one of the entry's detection controls.",
+      }),
+      systemResponse: Text.meta({
+        description: "What the robot does when the monitor fires, and the safe state it reaches.",
+      }),
+      frequency: Rating.meta({
+        description:
+          "F: how often the cause occurs in operation with the prevention controls in place; on our scale the residual occurrence.",
+      }),
+      monitoring: Rating.meta({
+        description:
+          "M: how reliably the monitor finds the cause or failure mode in operation and the response reaches the safe state in time: 1 always … 10 not monitored.",
+      }),
+      actionPriority: Priority.meta({
+        description: `${PRIORITY_RULE} applied to S, F and M (our rule; the AIAG-VDA FMEA-MSR table is not encoded).`,
+      }),
+    })
+    .optional()
+    .meta({
+      description:
+        "FMEA-MSR rating (AIAG-VDA supplement, Monitoring and System Response) of the entry's run-time monitor: severity S is the entry's, with frequency F and monitoring M. It governs the risk in operation; the design-FMEA ratings govern design release.",
+    }),
   furtherActions: TextList.optional().meta({
     description:
       "Actions still to take: present for every entry whose residual priority is H under either scheme.",
@@ -189,12 +219,44 @@ export const FmeaEntrySchema = FmeaEntryFields.superRefine((entry, ctx) => {
       message: "initial occurrence and detection are at least the residual ones (controls only lower them)",
     });
   }
-  if ((entry.actionPriority === "H" || entry.actionPriorityAiagVda2019 === "H") && !entry.furtherActions) {
+  if (
+    (entry.actionPriority === "H" ||
+      entry.actionPriorityAiagVda2019 === "H" ||
+      entry.msr?.actionPriority === "H") &&
+    !entry.furtherActions
+  ) {
     ctx.addIssue({
       code: "custom",
       path: ["furtherActions"],
-      message: "a residual H (either scheme) needs further actions",
+      message: "a residual H (any of its priorities, FMEA-MSR included) needs further actions",
     });
+  }
+  if (entry.msr) {
+    const { msr } = entry;
+    if (!entry.detectionControls.includes(msr.monitor))
+      ctx.addIssue({
+        code: "custom",
+        path: ["msr", "monitor"],
+        message: "the monitor is one of the entry's detection controls",
+      });
+    // Our occurrence scale already rates the cause in operation with the prevention controls.
+    if (msr.frequency !== entry.occurrence)
+      ctx.addIssue({
+        code: "custom",
+        path: ["msr", "frequency"],
+        message: `F is the residual occurrence, ${entry.occurrence}`,
+      });
+    const ours = actionPriority({
+      severity: entry.severity,
+      occurrence: msr.frequency,
+      detection: msr.monitoring,
+    });
+    if (msr.actionPriority !== ours)
+      ctx.addIssue({
+        code: "custom",
+        path: ["msr", "actionPriority"],
+        message: `our rule gives ${ours} for S${entry.severity} F${msr.frequency} M${msr.monitoring}`,
+      });
   }
 });
 export type FmeaEntry = z.infer<typeof FmeaEntrySchema>;

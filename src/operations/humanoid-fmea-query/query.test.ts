@@ -290,6 +290,22 @@ describe("search as engineers write", () => {
   });
 });
 
+describe("FMEA-MSR beside the design FMEA", () => {
+  it("says per item which rating governs the risk in operation, and carries the MSR rating where it applies", () => {
+    const items = run({ limit: 96 }).items;
+    for (const item of items) expect(item.operationalRating, item.id).toBe(item.msr ? "FMEA-MSR" : "DFMEA");
+    const monitored = run({ ids: ["HFM-BAL-07"] }).items[0];
+    expect(monitored).toMatchObject({
+      operationalRating: "FMEA-MSR",
+      severity: 10,
+      msr: { frequency: 4, monitoring: 3, actionPriority: "H" },
+    });
+    expect(monitored?.detectionControls).toContain(monitored?.msr?.monitor);
+    expect(run({ ids: ["HFM-HRI-07"] }).items[0]).toMatchObject({ operationalRating: "DFMEA" });
+    expect(run({ ids: ["HFM-HRI-07"] }).items[0]).not.toHaveProperty("msr");
+  });
+});
+
 describe("paging", () => {
   it("offset and limit walk the same ordered list without gaps or repeats", () => {
     for (const body of [{}, { text: "robot stop" }, { minSeverity: 8 }]) {

@@ -26,8 +26,17 @@ export type FmeaItem = Omit<FmeaEntry, "safetyFunctions"> & {
   rpn: number;
   score?: number;
   priorityRule: typeof PRIORITY_RULE;
+  operationalRating: OperationalRating;
   safetyFunctions?: SafetyFunction[];
 };
+
+/**
+ * Which rating governs the risk while the robot works: FMEA-MSR where a run-time monitor and its
+ * system response control it (the entry has `msr`), otherwise the design FMEA. The design-FMEA
+ * ratings govern design release either way.
+ */
+export const OPERATIONAL_RATINGS = ["FMEA-MSR", "DFMEA"] as const;
+export type OperationalRating = (typeof OPERATIONAL_RATINGS)[number];
 
 export interface FmeaQueryResult {
   catalogueVersion: string;
@@ -165,6 +174,7 @@ export class FmeaCatalogue {
       const item: FmeaItem = {
         ...entry,
         priorityRule: PRIORITY_RULE,
+        operationalRating: doc.msr ? "FMEA-MSR" : "DFMEA",
         rpn: doc.severity * doc.occurrence * doc.detection,
         ...(score === undefined ? {} : { score }),
       };

@@ -7,7 +7,7 @@ import {
   SUBSYSTEM_IDS,
   SUBSYSTEMS,
 } from "./catalogue.ts";
-import { CATALOGUE } from "./query.ts";
+import { CATALOGUE, OPERATIONAL_RATINGS } from "./query.ts";
 import { tokenize } from "./search.ts";
 
 export const MAX_LIMIT = CATALOGUE.entries.length;
@@ -111,6 +111,10 @@ const FmeaItem = FmeaEntryFields.extend({
     description:
       "The name of the rule behind `actionPriority` (our own, stricter than AIAG-VDA in 153 cells, laxer in 16); " +
       "`actionPriorityAiagVda2019` is the AIAG-VDA 2019 table.",
+  }),
+  operationalRating: z.enum(OPERATIONAL_RATINGS).meta({
+    description:
+      "The rating that governs the risk in operation: FMEA-MSR (`msr`) where a run-time monitor and its system response control it, otherwise DFMEA. The DFMEA ratings always govern design release.",
   }),
   safetyFunctions: z.array(SafetyFunctionSchema).min(1).optional().meta({
     description:
