@@ -34,7 +34,7 @@ function strings(value: unknown, path = ""): [string, string][] {
 
 describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   it("holds 96 entries (the spec's count) with distinct ids in catalogue order, at least 6 per subsystem", () => {
-    expect(catalogue.version).toBe("2.0.0");
+    expect(catalogue.version).toBe("2.1.0");
     expect(entries).toHaveLength(96);
     expect(new Set(entries.map((e) => e.id)).size).toBe(96);
     const order = (id: string) => {
@@ -48,6 +48,23 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
       expect(own.length, s.id).toBeGreaterThanOrEqual(MIN_PER_SUBSYSTEM);
       for (const e of own) expect(e.id).toMatch(new RegExp(`^HFM-${s.code}-(0[1-9]|1[0-2])$`));
     }
+  });
+
+  it("keeps version notes, newest first, that explain every change of entries since 2.0.0", () => {
+    const [latest, ...older] = catalogue.versionNotes;
+    expect(latest?.version).toBe(catalogue.version);
+    expect(older.map((n) => n.version)).toEqual(["2.0.0"]);
+    const notes = latest?.changes.join(" ") ?? "";
+    // 96 kept: the new mode took the place HFM-COM-05 left when it was merged.
+    expect(notes).toMatch(/HFM-SW-09/);
+    expect(notes).toMatch(/HFM-COM-05 merged into HFM-PER-06/);
+    expect(notes).toMatch(/96/);
+    for (const id of ["HFM-STR-01", "HFM-BAL-08", "HFM-STR-03", "HFM-SAF-08", "HFM-HRI-06"])
+      expect(notes).toContain(id);
+    expect(notes).toMatch(/FMEA-MSR/);
+    const file = copy();
+    file.versionNotes = file.versionNotes.slice(1);
+    expect(issues(file)).toContain(`versionNotes: the first note is for version ${catalogue.version}`);
   });
 
   it("merges the overlapping pairs and retires their ids into the entry that holds them", () => {
@@ -241,6 +258,9 @@ describe("FMEA-MSR: run-time monitors rated as AIAG-VDA rates them, beside the d
 
   it("gives every entry with a run-time monitor that acts an FMEA-MSR rating (S, F, M and a priority)", () => {
     expect(monitored.length).toBeGreaterThanOrEqual(60);
+    const doc = fs.readFileSync(new URL("../../../docs/humanoid-fmea.md", import.meta.url), "utf8");
+    expect(doc).toContain(`The ${monitored.length} entries whose`);
+    expect(doc).toContain(`the others (${entries.length - monitored.length} entries)`);
     for (const e of entries) {
       if (e.detectionControls.some((c) => ACTS.test(c))) expect(e.msr, e.id).toBeDefined();
     }

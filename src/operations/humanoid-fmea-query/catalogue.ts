@@ -336,8 +336,18 @@ export const CatalogueFileSchema = z
       }),
     ),
     entries: z.array(FmeaEntrySchema),
+    versionNotes: z
+      .array(z.strictObject({ version: z.string().regex(/^\d+\.\d+\.\d+$/), changes: TextList }))
+      .min(1)
+      .meta({ description: "What changed in each version, newest first." }),
   })
   .superRefine((file, ctx) => {
+    if (file.versionNotes[0]?.version !== file.version)
+      ctx.addIssue({
+        code: "custom",
+        path: ["versionNotes"],
+        message: `the first note is for version ${file.version}`,
+      });
     const harms = new Map(file.harms.map((h) => [h.id, h]));
     const functions = new Set(file.safetyFunctions.map((sf) => sf.id));
     const retired = new Map(file.retired.map((r) => [r.id, r.mergedInto]));

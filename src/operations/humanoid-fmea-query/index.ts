@@ -16,7 +16,9 @@ export const humanoidFmeaQuery = defineOperation({
     "(subsystem, ISO 12100 hazard type, minimum severity, action priority, cited standard, ids) over our " +
     "catalogue of 96 humanoid-robot failure modes in 12 subsystems: each with function, effects, hazard and " +
     "the harm that fixes its severity, initial and residual severity/occurrence/detection, two action " +
-    "priorities (our own rule utility402-strict-1 and the AIAG-VDA 2019 table), causes, prevention and " +
+    "priorities (our own rule utility402-strict-1 and the AIAG-VDA 2019 table), for entries whose run-time " +
+    "monitor acts an FMEA-MSR rating (monitor, system response, frequency, monitoring) and which rating " +
+    "governs operation, causes, prevention and " +
     "detection controls, further actions where the residual priority is H, the safety functions it relies " +
     "on with stop category and required PL/SIL, a verification test with a measurable acceptance criterion, " +
     "and standards cited by number, edition and topic. Answers `{ catalogueVersion, count, total, items, " +

@@ -66,7 +66,7 @@ const Id = z
   })
   .meta({
     description:
-      "An entry id. An id retired by a merge (catalogue 2.0.0) finds the entry it was merged into (its `supersedes`).",
+      "An entry id. An id retired by a merge (catalogue 2.0.0 and later) finds the entry it was merged into (its `supersedes`).",
   });
 
 export const HumanoidFmeaQueryRequest = z
