@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Bm25Index, FALLBACK_BELOW, stem, tokenize } from "./search.ts";
 
@@ -140,5 +141,59 @@ describe("BM25", () => {
     const all = index.search("fire");
     const filtered = index.search("fire", (d) => d.id !== "a");
     expect(filtered).toEqual(all.filter((h) => h.doc.id !== "a"));
+  });
+});
+
+describe("the answer rule, against an independent reading of the documentation (fast-check)", () => {
+  // Seed printed so that a failure can be replayed: FC_SEED=<seed> npx vitest run <this file>.
+  const seed = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+
+  it("all words first, best match below 3, common words never deciding, more deciding terms first", () => {
+    console.log(`search answer rule: fast-check seed ${seed}`);
+    const vocabulary = [
+      "robot",
+      "fall",
+      "battery",
+      "fire",
+      "gear",
+      "door",
+      "hand",
+      "pinch",
+      "lidar",
+      "drift",
+    ];
+    const word = fc.constantFrom(...vocabulary);
+    const corpus = fc.array(fc.array(word, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 12 });
+    const query = fc.array(word, { minLength: 1, maxLength: 5 });
+    fc.assert(
+      fc.property(corpus, query, fc.integer({ min: 0, max: 11 }), (texts, words, excluded) => {
+        const docs = texts.map((t, id) => ({ id, text: t.join(" ") }));
+        const index = new Bm25Index(docs, (d) => [{ text: d.text, weight: 1 }]);
+        const include = (d: { id: number }) => d.id !== excluded;
+        const answer = index.search(words.join(" "), include);
+
+        // The rule as docs/humanoid-fmea.md states it, computed from the words themselves.
+        const terms = [...new Set(words)];
+        const has = (d: { text: string }, term: string) => d.text.split(" ").includes(term);
+        const common = (term: string) => docs.filter((d) => has(d, term)).length > docs.length / 2;
+        const deciding = terms.some((t) => !common(t)) ? terms.filter((t) => !common(t)) : terms;
+        const scores = index.scores(words.join(" ")).map((s) => Math.round(s * 1000) / 1000);
+        const hits = docs
+          .filter(include)
+          .map((d) => ({
+            d,
+            matched: deciding.filter((t) => has(d, t)).length,
+            score: scores[d.id] as number,
+          }))
+          .filter((h) => h.matched > 0 && h.score > 0);
+        const best = Math.max(0, ...hits.map((h) => h.matched));
+        const strict = hits.filter((h) => h.matched >= Math.max(1, best - Math.floor(deciding.length / 4)));
+        const expected = (strict.length >= 3 ? strict : hits)
+          .sort((a, b) => b.matched - a.matched || b.score - a.score || a.d.id - b.d.id)
+          .map((h) => h.d.id);
+        expect(answer.map((h) => h.doc.id)).toEqual(expected);
+      }),
+      { seed, numRuns: 300 },
+    );
   });
 });
