@@ -259,7 +259,9 @@ describe("FMEA-MSR: run-time monitors rated as AIAG-VDA rates them, beside the d
   it("gives every entry with a run-time monitor that acts an FMEA-MSR rating (S, F, M and a priority)", () => {
     expect(monitored.length).toBeGreaterThanOrEqual(60);
     const doc = fs.readFileSync(new URL("../../../docs/humanoid-fmea.md", import.meta.url), "utf8");
-    expect(doc).toContain(`The ${monitored.length} entries whose\ndetection controls include a run-time monitor`);
+    expect(doc).toContain(
+      `The ${monitored.length} entries whose\ndetection controls include a run-time monitor`,
+    );
     expect(doc).toContain(`the others (${entries.length - monitored.length} entries)`);
     for (const e of entries) {
       if (e.detectionControls.some((c) => ACTS.test(c))) expect(e.msr, e.id).toBeDefined();
