@@ -7,7 +7,8 @@
 
 /** 32 bytes in hex, alone (not part of a longer hex string or a name). */
 const HEX64 = /(?<![\w$])(?:0x)?([0-9a-fA-F]{64})(?![\w$])/g;
-const OPEN_QUOTE = "[\"'`]?";
+// A quote, escaped or not (JSON inside a JSON string).
+const OPEN_QUOTE = "\\\\?[\"'`]?";
 
 // ---- is a name key-ish? ---------------------------------------------------------------------------
 
@@ -51,7 +52,7 @@ const randomLooking = (hex) => !/^0{16}/.test(hex) && !/^(.)\1+$/.test(hex);
 // A label, possibly two words of prose before it ("export DEPLOYER", "the signing key"), then `=`, `:`,
 // `:=`, `=>` (a type annotation allowed: `const pk: Hex =`), possibly a list's `[`, then the value.
 const LABEL = String.raw`(?<![\w$.-])((?:[A-Za-z]{1,20} ){0,2})(-{0,2}[A-Za-z_$][\w$.-]{0,63})`;
-const ASSIGN = String.raw`["'\]]?\s*(?::\s*[\w.$<>\`{}]{1,40}\s*=|:=|=>|[:=])\s*\[?\s*${OPEN_QUOTE}`;
+const ASSIGN = String.raw`\\?["'\]]?\s*(?::\s*[\w.$<>\`{}]{1,40}\s*=|:=|=>|[:=])\s*\[?\s*${OPEN_QUOTE}`;
 // A call: new Wallet("0x…"), privateKeyToAccount('0x…'), Account.from_key("…"), LocalWallet::from_str(…).
 const CALL = String.raw`(?<![\w$.:])((?:[A-Za-z_$][\w$]{0,40}(?:\.|::)){0,3}[A-Za-z_$][\w$]{0,40})\s*\(\s*${OPEN_QUOTE}`;
 // A command-line flag: cast send --private-key 0x…
@@ -61,7 +62,7 @@ const BEFORE_LABELLED = new RegExp(`${LABEL}${ASSIGN}$`);
 const BEFORE_CALL = new RegExp(`${CALL}$`);
 const BEFORE_FLAG = new RegExp(`${FLAG}$`);
 /** What may stand between a separator and its value: spaces, a quote, a list's bracket. */
-const OPENING = new Set([" ", "\t", "\r", "\n", '"', "'", "`", "["]);
+const OPENING = new Set([" ", "\t", "\r", "\n", '"', "'", "`", "[", "\\"]);
 /** The most a label, a call or a flag with its separator spans before the value. */
 const CONTEXT = 200;
 
@@ -121,7 +122,7 @@ export const SECRET_RULES = [
   [
     "AWS secret access key",
     // aws_secret_access_key = …, AWS_SECRET_ACCESS_KEY=…, "SecretAccessKey": "…" (the AWS CLI's JSON), secretAccessKey: '…'
-    /(?:(?:aws_?)?secret_?access_?key|aws_?secret_?key)["']?\s*(?:[:=]|=>)\s*["'`]?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])/gi,
+    /(?:(?:aws_?)?secret_?access_?key|aws_?secret_?key)\\?["']?\s*(?:[:=]|=>)\s*\\?["'`]?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])/gi,
     (found) => !/EXAMPLEKEY/.test(found),
   ],
   ["Azure storage or service bus key", /\b(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{40,}={0,2}/g],
@@ -130,7 +131,7 @@ export const SECRET_RULES = [
   ["JSON Web Token", /\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/g],
   [
     "mnemonic",
-    /(?:(?:secret[ _-]?)?recovery[ _-]?phrase|seed[ _-]?(?:phrase|words)|mnemonic)["']?\s*(?:[:=]|:=|=>)\s*["'`]?[a-z]+(?:\s+[a-z]+){11,23}\b|\b(?:mnemonicToAccount|fromPhrase|fromMnemonic|from_mnemonic|mnemonicToSeed(?:Sync)?)\s*\(\s*["'`][a-z]+(?:\s+[a-z]+){11,23}\b/gi,
+    /(?:(?:secret[ _-]?)?recovery[ _-]?phrase|seed[ _-]?(?:phrase|words)|mnemonic)\\?["']?\s*(?:[:=]|:=|=>)\s*\\?["'`]?[a-z]+(?:\s+[a-z]+){11,23}\b|\b(?:mnemonicToAccount|fromPhrase|fromMnemonic|from_mnemonic|mnemonicToSeed(?:Sync)?)\s*\(\s*["'`][a-z]+(?:\s+[a-z]+){11,23}\b/gi,
   ],
   ["password in a URL", /\b[A-Za-z][A-Za-z0-9+.-]{1,20}:\/\/[^\s:@/?#"'<>\\]{0,64}:([^\s@/?#"'<>\\]{1,128})@[^\s/?#"'<>\\@]/g, (_found, _text, match) => !PLACEHOLDER.test(decodeURIComponentSafe(match[1]))],
   ["hex private key", HEX64, (_found, text, match) => isHexKey(match[1], text, match.index)],
@@ -146,8 +147,11 @@ function decodeURIComponentSafe(text) {
 
 // ---- what is scanned: the text, its UTF-16 recovered, and the text inside base64 --------------------
 
-/** A run of base64 (or base64url), lines of a wrapped block (64 or 76 columns, as PEM and `base64` write) joined. */
-const BASE64_RUN = /(?<![A-Za-z0-9+/_-])(?:(?:(?:[A-Za-z0-9+/]{76}|[A-Za-z0-9+/]{64})\r?\n)+[A-Za-z0-9+/]*|[A-Za-z0-9+/_-]{24,})={0,2}/g;
+/**
+ * A run of base64 (or base64url); a wrapped block's lines (40 characters or more each, as `base64`,
+ * PEM and `base64 -w` write them, indented or not) joined, up to a line that is not base64.
+ */
+const BASE64_RUN = /(?<![A-Za-z0-9+/_-])(?:(?:[A-Za-z0-9+/]{40,}\r?\n[ \t]*)+[A-Za-z0-9+/]*={0,2}(?![A-Za-z0-9+/=_-])|[A-Za-z0-9+/_-]{24,}={0,2})/g;
 /** How deep base64 inside base64 is followed. */
 const MAX_DEPTH = 2;
 

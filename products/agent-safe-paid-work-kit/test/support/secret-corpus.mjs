@@ -261,16 +261,19 @@ export function placements(format, value, r) {
       format.code && r.next() < 0.6
         ? `import { x } from "./x.js";\n${r.pick(format.code)(value)}\nexport default x;\n`
         : `import { x } from "./x.js";\nconst ${camel(label)} = ${JSON.stringify(value)};\nexport default x;\n`,
+    // A JSON document inside a JSON string (a log line, an API's payload).
+    "json in a JSON string": `{"level":"info","payload":${JSON.stringify(json)}}\n`,
     url: format.isUrl ? `Connect with ${value} and retry.\n` : `GET https://api.example.org/v1/report?${camel(label)}=${value}&page=2\n`,
     // The same .env file as another tool may have written it, or as a CI secret stores it.
     "env as UTF-16LE": Buffer.from(`\ufeff${env}`, "utf16le").toString("utf8"),
     "json as UTF-16BE": Buffer.from(`\ufeff${json}`, "utf16le").swap16().toString("utf8"),
     "env as UTF-16LE, no BOM": Buffer.from(env, "utf16le").toString("utf8"),
-    "env as base64": Buffer.from(env).toString("base64").replace(/.{76}/g, "$&\n"),
+    // Wrapped as `base64` (76), PEM (64) or `base64 -w` wraps it.
+    "env as base64": Buffer.from(env).toString("base64").replace(new RegExp(`.{${r.pick([64, 76, 100, 120])}}`, "g"), "$&\n"),
     "env as base64 in JSON": `{ "envFile": "${Buffer.from(env).toString("base64")}" }\n`,
   };
   const contexts = format.contexts ?? Object.keys(all);
   return Object.entries(all)
-    .filter(([context]) => contexts.includes(context) || (!["json", "yaml", "env", "source", "url"].includes(context) && contexts.includes("env")))
+    .filter(([context]) => contexts.includes(context) || ((context === "json in a JSON string" ? contexts.includes("json") : !["json", "yaml", "env", "source", "url"].includes(context) && contexts.includes("env"))))
     .map(([context, text]) => ({ context, text }));
 }
