@@ -82,11 +82,14 @@ export function changedFiles(base, paths) {
   if (/^0+$/.test(base)) {
     throw new Error(`cannot tell which files changed: the base ${base} is all zeros (the first push of a branch); gate the folders instead: node automation/gate-incoming.mjs --gates <file> ${paths.join(" ")}`);
   }
+  // A base that git would read as an option (`--output=…`) is not a commit.
+  if (base.startsWith("-")) throw new Error(`cannot tell which files changed: ${JSON.stringify(base)} is not a commit`);
   const git = (args) => spawnSync("git", args, { encoding: "buffer" });
   const commit = git(["rev-parse", "--verify", "--quiet", `${base}^{commit}`]);
   if (commit.error) throw new Error(`git cannot run: ${commit.error.message}`);
   if (commit.status !== 0) throw new Error(`cannot tell which files changed: ${base} is not a commit of this clone (a force-push, or a shallow clone: fetch the whole history)`);
-  const diff = git(["-c", "core.quotepath=off", "diff", "--name-only", "--relative", "--diff-filter=d", "-z", base, "HEAD", "--", ...paths]);
+  const sha = commit.stdout.toString("utf8").trim();
+  const diff = git(["-c", "core.quotepath=off", "diff", "--name-only", "--relative", "--diff-filter=d", "-z", sha, "HEAD", "--", ...paths]);
   if (diff.status !== 0) throw new Error(`git diff ${base} HEAD failed: ${diff.stderr.toString("utf8").trim().split("\n")[0]}`);
   return diff.stdout.toString("utf8").split("\0").filter(Boolean);
 }

@@ -80,10 +80,10 @@ function workflowRepo() {
   git("init", "-q");
   git("add", ".");
   git("commit", "-q", "-m", "base");
-  const step = (base, cwd = dir) => {
+  const step = (base, cwd = dir, env = {}) => {
     const summary = path.join(dir, "summary.md");
     fs.writeFileSync(summary, "");
-    const r = spawnSync("bash", ["-e", "-c", script], { cwd, encoding: "utf8", env: { PATH: process.env.PATH, HOME: process.env.HOME, BASE: base, GITHUB_STEP_SUMMARY: summary } });
+    const r = spawnSync("bash", ["-e", "-c", script], { cwd, encoding: "utf8", env: { PATH: process.env.PATH, HOME: process.env.HOME, BASE: base, GITHUB_STEP_SUMMARY: summary, ...env } });
     return { status: r.status, output: r.stdout + r.stderr, summary: fs.readFileSync(summary, "utf8") };
   };
   return { dir, git, step, base: git("rev-parse", "HEAD") };
@@ -136,6 +136,7 @@ test("ci/data-gate.yml fails closed: a base git cannot diff against fails the st
     "a commit missing after a force-push": [lost, clone],
     "a commit that never existed": ["1234567".repeat(5) + "89abc", dir],
     "not a commit (a file's blob)": [git("rev-parse", "HEAD:data/README.md"), dir],
+    "an option in disguise": [`--output=${path.join(dir, "written-by-git")}`, dir],
   };
   for (const [name, [base, cwd]] of Object.entries(cases)) {
     const result = step(base, cwd);
@@ -144,9 +145,10 @@ test("ci/data-gate.yml fails closed: a base git cannot diff against fails the st
     assert.match(result.summary, /## Data gate: FAILED/, name);
     assert.match(result.output, /cannot tell which files changed|has no commit/, name);
   }
+  assert.ok(!fs.existsSync(path.join(dir, "written-by-git")), "a base is never passed to git as an option");
   // Outside a repository, git itself fails: so does the step.
   const bare = repo();
-  const outside = step("HEAD~1", bare);
+  const outside = step("HEAD~1", bare, { GIT_CEILING_DIRECTORIES: path.dirname(bare) });
   assert.equal(outside.status, 2, outside.output);
 });
 
