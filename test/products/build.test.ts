@@ -154,6 +154,28 @@ describe("product builds", () => {
     );
   });
 
+  it("the bundle's paid job pins the x402 client this project runs: the same versions and checksums as package-lock.json", async () => {
+    const bundle = await readZip(archive("automation-data-toolkit-bundle"));
+    const json = (name: string) =>
+      JSON.parse(bundle.find((e) => e.path === name)?.data.toString("utf8") ?? "null");
+    const template = json("automation/package-lock.json");
+    const project = JSON.parse(fs.readFileSync("package-lock.json", "utf8"));
+    const pinned = Object.entries(
+      template.packages as Record<string, { version: string; integrity: string }>,
+    ).filter(([at]) => at !== "");
+    expect(pinned.map(([at]) => at)).toEqual(
+      expect.arrayContaining(["node_modules/@x402/fetch", "node_modules/@x402/evm", "node_modules/viem"]),
+    );
+    for (const [at, entry] of pinned) {
+      expect({ at, version: entry.version, integrity: entry.integrity }).toEqual({
+        at,
+        version: project.packages[at]?.version,
+        integrity: project.packages[at]?.integrity,
+      });
+    }
+    expect(json("automation/package.json").dependencies).toEqual(template.packages[""].dependencies);
+  });
+
   it("the unit-conversion API is generated from the service's own unit-convert module and table", async () => {
     const entries = await readZip(archive("engineering-unit-conversion-api"));
     const file = (name: string) => entries.find((e) => e.path === name)?.data.toString("utf8") ?? "";

@@ -7,7 +7,8 @@
 // usage: X402_PRIVATE_KEY=0x… node automation/paid-cleanup.mjs --input in.csv --out cleaned.csv
 //          --url https://…/v1/csv-cleanup --policy policy.json --ledger ledger.jsonl --gate gate.json
 //          [--keys email,id] [--report report.json]
-// Needs @x402/fetch, @x402/evm and viem where it runs (npm install them next to the bundle).
+// Needs @x402/fetch, @x402/evm and viem at the versions automation/package-lock.json pins: run
+// `npm ci --ignore-scripts` in automation/ once (the bundle's only install, for this job alone).
 // exit 0 paid and the result passes its gate; 1 paid, but the result fails its gate (keep the
 //   report: runbooks/disputed-deliverable.md); 2 wrong call; 3 needs a human's approval (nothing
 //   signed); 4 refused by the spend policy (nothing signed); 5 the seller failed (see the ledger:
@@ -82,7 +83,7 @@ async function main(argv) {
     const [fetchModule, evm, accounts] = await Promise.all([import("@x402/fetch"), import("@x402/evm/exact/client"), import("viem/accounts")]);
     x402 = { ...fetchModule, ...evm, ...accounts };
   } catch {
-    return usage("@x402/fetch, @x402/evm and viem are needed: npm install @x402/fetch @x402/evm viem");
+    return usage("@x402/fetch, @x402/evm and viem are needed: run `npm ci --ignore-scripts` in the bundle's automation/ folder");
   }
   const { guardClient } = await import("../agent-safe-paid-work-kit/lib/index.mjs");
   const x402client = x402.registerExactEvmScheme(new x402.x402Client(), { signer: x402.privateKeyToAccount(key) });

@@ -117,3 +117,28 @@ test("the command line: wrong calls exit 2 with one line, before anything is pai
   }
   assert.match(workflow, /concurrency:\s+group: paid-cleanup/);
 });
+
+test("the paid job installs only what automation/package-lock.json pins (exact versions, checksums), with no install scripts", () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(bundle, "automation/package.json"), "utf8"));
+  const lock = JSON.parse(fs.readFileSync(path.join(bundle, "automation/package-lock.json"), "utf8"));
+  // What paid-cleanup.mjs loads, and nothing else, each at one exact version.
+  const loaded = [...fs.readFileSync(path.join(bundle, "automation/paid-cleanup.mjs"), "utf8").matchAll(/import\("((?:@[\w.-]+\/)?[\w-][\w.-]*)/g)].map((m) => m[1]);
+  assert.deepEqual(Object.keys(pkg.dependencies).sort(), [...new Set(loaded)].sort());
+  for (const [name, version] of Object.entries(pkg.dependencies)) {
+    assert.match(version, /^\d+\.\d+\.\d+$/, `${name} is pinned to one version`);
+    assert.equal(lock.packages[`node_modules/${name}`]?.version, version, `${name} in the lock`);
+  }
+  assert.deepEqual(lock.packages[""].dependencies, pkg.dependencies);
+  assert.ok(lock.lockfileVersion >= 2);
+  const installed = Object.entries(lock.packages).filter(([at]) => at !== "");
+  assert.ok(installed.length >= Object.keys(pkg.dependencies).length);
+  for (const [at, entry] of installed) assert.match(entry.integrity ?? "", /^sha512-/, `${at} has a checksum`);
+
+  const workflow = fs.readFileSync(path.join(bundle, "automation/ci/paid-cleanup.yml"), "utf8");
+  assert.doesNotMatch(workflow, /npm (?:install|i|add)\b/, "nothing installed outside the lock");
+  const install = workflow.indexOf("npm ci --ignore-scripts");
+  assert.ok(install > 0, "the workflow installs with npm ci --ignore-scripts");
+  assert.match(workflow.slice(0, install), /working-directory: tools\/automation-data-toolkit-bundle\/automation\s*\n\s*run: $/);
+  assert.ok(install < workflow.indexOf("X402_PRIVATE_KEY:"), "the install step comes before, and without, the key");
+  assert.match(fs.readFileSync(path.join(bundle, "automation/schedule/paid-cleanup.crontab"), "utf8"), /npm ci --ignore-scripts/);
+});
