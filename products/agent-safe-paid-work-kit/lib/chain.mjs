@@ -74,7 +74,7 @@ export async function resolveLapsedAuthorizations(ledgerPath, policy, { now = ne
       () => {
         repairLedger(ledgerPath);
         const current = new Map(foldLedger(readLedger(ledgerPath)).map((r) => [r.id, r]));
-        const at = new Date().toISOString();
+        const at = now.toISOString();
         for (const answer of final) {
           const record = current.get(answer.record.id);
           if (!record || (record.state !== "signed" && record.state !== "failed")) continue; // a receipt came meanwhile

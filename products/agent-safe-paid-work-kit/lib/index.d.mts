@@ -82,7 +82,7 @@ export function createBudgetGuard(options?: unknown): never;
 
 export function checkPolicy(policy: unknown): string[];
 export function decide(policy: SpendPolicy, payment: Payment, spent?: LedgerEntry[], now?: Date, ledgerName?: string): Decision;
-export function rankRequirements<R extends Record<string, unknown>>(policy: SpendPolicy, requirements: R[], url?: string): R[];
+export function rankRequirements<R extends Record<string, unknown>>(policy: SpendPolicy, requirements: R[]): R[];
 export function paymentOf(requirements: Record<string, unknown>, url?: string): Payment;
 export function termsFrom402(headerValue: string | null | undefined, body?: unknown, policy?: SpendPolicy): Payment & Record<string, unknown>;
 export const V1_NETWORKS: Record<string, string>;

@@ -56,13 +56,13 @@ export function checkPolicy(policy) {
 const same = (a, b) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
 
 /** The checks of a payment that do not depend on the ledger (network, asset, payees, host, size). */
-function staticReasons(policy, payment) {
+function staticReasons(policy, payment, { hosts = true } = {}) {
   const reasons = [];
   if (!policy.networks.includes(payment.network)) reasons.push(`network ${payment.network} is not allowed`);
   if (!policy.assets.some((a) => same(a, payment.asset))) reasons.push(`asset ${payment.asset} is not allowed`);
   if ((policy.blockedPayees ?? []).some((a) => same(a, payment.payTo))) reasons.push(`payee ${payment.payTo} is blocked`);
   if (policy.payees && !policy.payees.some((a) => same(a, payment.payTo))) reasons.push(`payee ${payment.payTo} is not on the allow list`);
-  if (policy.hosts) {
+  if (policy.hosts && hosts) {
     const host = hostOf(payment.url);
     if (!host) reasons.push("hosts: the requested URL is not known, so its host cannot be checked");
     else if (!policy.hosts.includes(host)) reasons.push(`host ${host} is not allowed`);
@@ -106,13 +106,14 @@ export function decide(policy, payment, spent = [], now = new Date(), ledgerName
 
 /**
  * The offered requirements in the order to prefer them: those the policy allows (network, asset,
- * payee, host, maxPerPayment) first, cheapest first; the others after, in the seller's order, so
- * that when none is allowed the refusal names the seller's first choice.
+ * payee, maxPerPayment) first, cheapest first; the others after, in the seller's order, so that
+ * when none is allowed the refusal names the seller's first choice. (The host is the same for every
+ * entry of one answer: it is checked before signing.)
  */
-export function rankRequirements(policy, requirements, url) {
+export function rankRequirements(policy, requirements) {
   const allowed = (r) => {
-    const payment = paymentOf(r, url);
-    return ATOMIC.test(payment.amount) && staticReasons(policy, payment).length === 0;
+    const payment = paymentOf(r);
+    return ATOMIC.test(payment.amount) && staticReasons(policy, payment, { hosts: false }).length === 0;
   };
   const ok = requirements.filter(allowed).sort((a, b) => {
     const [x, y] = [BigInt(paymentOf(a).amount), BigInt(paymentOf(b).amount)];
@@ -143,6 +144,6 @@ export function termsFrom402(headerValue, body, policy) {
   const required = headerValue ? JSON.parse(Buffer.from(headerValue, "base64").toString("utf8")) : body;
   if (!required || !Array.isArray(required.accepts) || required.accepts.length === 0) throw new Error("no x402 payment terms found");
   const url = required.resource?.url;
-  const [first] = policy ? rankRequirements(policy, required.accepts, url) : required.accepts;
+  const [first] = policy ? rankRequirements(policy, required.accepts) : required.accepts;
   return { ...first, url };
 }
