@@ -52,7 +52,7 @@ type Step =
       maxTimeoutSeconds: number;
       receipt: Receipt;
     }
-  | { kind: "pay"; concurrent: number }
+  | { kind: "pay"; concurrent: number; guards: number }
   | { kind: "advance"; seconds: number }
   | { kind: "settle"; pick: number }
   | { kind: "restart" };
@@ -73,7 +73,11 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: terms },
   {
     weight: 5,
-    arbitrary: fc.record({ kind: fc.constant("pay" as const), concurrent: fc.integer({ min: 1, max: 4 }) }),
+    arbitrary: fc.record({
+      kind: fc.constant("pay" as const),
+      concurrent: fc.integer({ min: 1, max: 4 }),
+      guards: fc.integer({ min: 1, max: 2 }),
+    }),
   },
   {
     weight: 3,
@@ -149,7 +153,8 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
           );
           return wrapFetchWithPayment(recordReceipts(fetch, client), client);
         };
-        let pay = guardedFetch();
+        // Two guards on one ledger file: two processes of the same agent, spending from one budget.
+        let guards = [guardedFetch(), guardedFetch()];
         const log: string[] = [];
 
         const checkInvariant = async () => {
@@ -208,7 +213,9 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
                 break;
               case "pay": {
                 const results = await Promise.allSettled(
-                  Array.from({ length: s.concurrent }, () => pay(seller.url)),
+                  Array.from({ length: s.concurrent }, (_, i) =>
+                    (guards[i % s.guards] as typeof fetch)(seller.url),
+                  ),
                 );
                 seen.refused += results.filter((r) => r.status === "rejected").length;
                 for (const result of results) {
@@ -224,7 +231,7 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
                   }
                 }
                 log.push(
-                  `pay×${s.concurrent}: ${results.map((r) => (r.status === "fulfilled" ? r.value.status : "refused")).join(",")}`,
+                  `pay×${s.concurrent}/${s.guards}: ${results.map((r) => (r.status === "fulfilled" ? r.value.status : "refused")).join(",")}`,
                 );
                 break;
               }
@@ -239,7 +246,7 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
                 break;
               }
               case "restart":
-                pay = guardedFetch();
+                guards = [guardedFetch(), guardedFetch()];
                 log.push("restart");
                 break;
             }
