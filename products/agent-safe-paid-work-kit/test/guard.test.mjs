@@ -135,7 +135,7 @@ test("after validBefore the guard asks the chain: released only when it shows th
   assert.deepEqual(records().map((r) => [r.state, r.chainState]), [["settled", "used"], ["expired", "unused"], ["signed", undefined]]);
 });
 
-test("an RPC that fails or lies in shape leaves the signature counted", async () => {
+test("an RPC that does not answer leaves the signature counted", async () => {
   const s = await seller({ price: () => "50000", receipts: "none", maxTimeoutSeconds: 2 });
   let offset = 0;
   const { pay, records } = guarded({ policy: policy({ maxPerDay: "80000", rpc: { "eip155:8453": "http://127.0.0.1:9" } }), now: () => new Date(Date.now() + offset) });
