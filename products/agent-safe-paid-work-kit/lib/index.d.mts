@@ -12,6 +12,10 @@ export interface SpendPolicy {
   blockedPayees?: string[];
   hosts?: string[];
   maxPaymentsPerMinute?: number;
+  /** IANA time zone whose calendar day the day limits use (default "UTC"). */
+  timeZone?: string;
+  /** A JSON-RPC URL per CAIP-2 network, to ask the chain whether a lapsed authorization was used. */
+  rpc?: Record<string, string>;
 }
 
 export interface Payment {
@@ -30,6 +34,9 @@ export interface Decision {
 export type LedgerState = "reserved" | "signed" | "settled" | "failed" | "expired" | "released" | "refunded";
 
 export interface LedgerEntry extends Partial<Payment> {
+  line?: number;
+  chainState?: "used" | "unused";
+  block?: string;
   at: string;
   id?: string;
   state: LedgerState | string;
@@ -64,6 +71,8 @@ export interface GuardableClient {
 
 /** `client`: an x402Client, or an x402HTTPClient (whose `.client` is guarded and whose requested URLs are seen). Returns it. */
 export function guardClient<C extends GuardableClient | object>(client: C, options: GuardOptions): C;
+/** A fetch that records the receipt of every paid request of a guarded client (x402 v1 and v2): give it to wrapFetchWithPayment. */
+export function recordReceipts<F extends (input: any, init?: any) => Promise<Response>>(fetchImpl: F, client: object): F;
 export function signedTerms(paymentPayload: unknown): { kind: "eip3009" | "permit2"; payer: string; payTo: string; amount: string; nonce: string; validBefore: string } | undefined;
 export class PaymentDenied extends Error {
   decision: Decision;
@@ -72,20 +81,35 @@ export class PaymentDenied extends Error {
 export function createBudgetGuard(options?: unknown): never;
 
 export function checkPolicy(policy: unknown): string[];
-export function decide(policy: SpendPolicy, payment: Payment, spent?: LedgerEntry[], now?: Date): Decision;
+export function decide(policy: SpendPolicy, payment: Payment, spent?: LedgerEntry[], now?: Date, ledgerName?: string): Decision;
+export function rankRequirements<R extends Record<string, unknown>>(policy: SpendPolicy, requirements: R[]): R[];
 export function paymentOf(requirements: Record<string, unknown>, url?: string): Payment;
-export function termsFrom402(headerValue: string | null | undefined, body?: unknown): Payment & Record<string, unknown>;
+export function termsFrom402(headerValue: string | null | undefined, body?: unknown, policy?: SpendPolicy): Payment & Record<string, unknown>;
 export const V1_NETWORKS: Record<string, string>;
 
 export const LEDGER_FIELDS: string[];
 export const STATES: Record<LedgerState, string>;
+export class LedgerError extends Error {}
 export function readLedger(file: string): LedgerEntry[];
+export function repairLedger(file: string): boolean;
+export function dayIn(timeZone: string, date: Date): string;
+export function unknownAuthorizations(entries: LedgerEntry[], now?: Date): LedgerEntry[];
+export function authorizationStatus(
+  rpcUrl: string,
+  authorization: { asset: string; payer: string; nonce: string; validBefore: string },
+  options?: { timeoutMs?: number },
+): Promise<{ state: "used" | "unused" | "pending"; block: string }>;
+export function resolveLapsedAuthorizations(
+  ledgerPath: string,
+  policy: SpendPolicy,
+  options?: { now?: Date; lock?: { timeoutMs?: number; staleMs?: number }; timeoutMs?: number },
+): Promise<{ id: string; nonce: string; state: "used" | "unused" | "pending" | "unknown"; block?: string; reason?: string }[]>;
 export function appendEntry(file: string, entry: Partial<LedgerEntry>): void;
 export function foldLedger(entries: LedgerEntry[]): (LedgerEntry & { line: number; lines: number[]; updatedAt: string })[];
 export function counts(record: LedgerEntry, now?: Date): boolean;
 export function openAuthorizations(entries: LedgerEntry[], now?: Date): LedgerEntry[];
 export function auditLedger(entries: LedgerEntry[]): string[];
-export function summarise(entries: LedgerEntry[]): Record<string, string>;
+export function summarise(entries: LedgerEntry[], timeZone?: string): Record<string, string>;
 
 export class LockTimeout extends Error {}
 export function withLedgerLock<T>(ledgerPath: string, work: () => T, options?: { timeoutMs?: number; staleMs?: number }): Promise<T>;

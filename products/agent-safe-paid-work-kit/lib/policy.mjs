@@ -1,9 +1,26 @@
 // A spend policy for an agent that pays with x402 (or any per-call payment), and the decision
 // whether one payment is allowed under it, given what was already spent. No dependencies.
-import { counts, foldLedger } from "./ledger.mjs";
+import { countedRecords, dayIn, foldLedger } from "./ledger.mjs";
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const ATOMIC = /^\d{1,30}$/;
+
+function validTimeZone(name) {
+  try {
+    new Intl.DateTimeFormat("en-CA", { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function httpUrl(value) {
+  try {
+    return ["http:", "https:"].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
 
 /** Checks a policy object; returns the problems as strings (empty when valid). */
 export function checkPolicy(policy) {
@@ -11,7 +28,7 @@ export function checkPolicy(policy) {
   const need = (ok, message) => ok || problems.push(message);
   need(policy && typeof policy === "object" && !Array.isArray(policy), "the policy must be a JSON object");
   if (problems.length) return problems;
-  const known = ["version", "networks", "assets", "maxPerPayment", "maxPerDay", "maxPerPayeePerDay", "payees", "blockedPayees", "hosts", "approvalAbove", "maxPaymentsPerMinute"];
+  const known = ["version", "networks", "assets", "maxPerPayment", "maxPerDay", "maxPerPayeePerDay", "payees", "blockedPayees", "hosts", "approvalAbove", "maxPaymentsPerMinute", "timeZone", "rpc"];
   for (const key of Object.keys(policy)) need(known.includes(key), `unknown field "${key}"`);
   need(policy.version === 1, "version must be 1");
   need(Array.isArray(policy.networks) && policy.networks.length > 0 && policy.networks.every((n) => /^eip155:\d+$/.test(n)), "networks: a non-empty list of CAIP-2 ids (eip155:8453)");
@@ -21,41 +38,59 @@ export function checkPolicy(policy) {
   for (const key of ["payees", "blockedPayees"]) need(policy[key] === undefined || (Array.isArray(policy[key]) && policy[key].every((a) => ADDRESS.test(a))), `${key}: a list of addresses`);
   need(policy.hosts === undefined || (Array.isArray(policy.hosts) && policy.hosts.every((h) => typeof h === "string" && h.length > 0)), "hosts: a list of host names");
   need(policy.maxPaymentsPerMinute === undefined || (Number.isInteger(policy.maxPaymentsPerMinute) && policy.maxPaymentsPerMinute > 0), "maxPaymentsPerMinute: a positive integer");
+  need(policy.timeZone === undefined || (typeof policy.timeZone === "string" && validTimeZone(policy.timeZone)), `timeZone: an IANA time zone ("UTC", "Europe/Berlin"), got ${JSON.stringify(policy.timeZone)}`);
+  if (policy.rpc !== undefined) {
+    const rpc = policy.rpc;
+    if (!rpc || typeof rpc !== "object" || Array.isArray(rpc)) need(false, 'rpc: an object { "<CAIP-2 network>": "<JSON-RPC URL>" }');
+    else {
+      for (const [network, url] of Object.entries(rpc)) {
+        need(Array.isArray(policy.networks) && policy.networks.includes(network), `rpc: network ${network} is not in networks`);
+        need(typeof url === "string" && httpUrl(url), `rpc.${network}: an http(s) URL`);
+      }
+    }
+  }
   if (problems.length === 0) need(BigInt(policy.maxPerPayment) <= BigInt(policy.maxPerDay), "maxPerPayment cannot exceed maxPerDay");
   return problems;
 }
 
-const same = (a, b) => a.toLowerCase() === b.toLowerCase();
-const dayOf = (iso) => iso.slice(0, 10);
+const same = (a, b) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
 
-/**
- * Whether to pay `payment` ({ network, asset, amount, payTo, url? }) now, given `spent` (ledger
- * lines or records { at, id?, network, asset, amount, payTo, state, validBefore?, expiresAt? }).
- * Counted against the day: settled payments, and reserved, signed or failed ones whose
- * authorization can still be used (see ledger.mjs `counts`). Returns { decision: "allow" | "deny"
- * | "approve", reasons }. "approve" means allowed only with a human's approval.
- */
-export function decide(policy, payment, spent = [], now = new Date()) {
+/** The checks of a payment that do not depend on the ledger (network, asset, payees, host, size). */
+function staticReasons(policy, payment, { hosts = true } = {}) {
   const reasons = [];
-  if (!ATOMIC.test(String(payment.amount))) return { decision: "deny", reasons: [`amount ${payment.amount} is not atomic units`] };
-  const amount = BigInt(payment.amount);
   if (!policy.networks.includes(payment.network)) reasons.push(`network ${payment.network} is not allowed`);
-  if (!policy.assets.some((a) => same(a, payment.asset ?? ""))) reasons.push(`asset ${payment.asset} is not allowed`);
-  if ((policy.blockedPayees ?? []).some((a) => same(a, payment.payTo ?? ""))) reasons.push(`payee ${payment.payTo} is blocked`);
-  if (policy.payees && !policy.payees.some((a) => same(a, payment.payTo ?? ""))) reasons.push(`payee ${payment.payTo} is not on the allow list`);
-  if (policy.hosts) {
+  if (!policy.assets.some((a) => same(a, payment.asset))) reasons.push(`asset ${payment.asset} is not allowed`);
+  if ((policy.blockedPayees ?? []).some((a) => same(a, payment.payTo))) reasons.push(`payee ${payment.payTo} is blocked`);
+  if (policy.payees && !policy.payees.some((a) => same(a, payment.payTo))) reasons.push(`payee ${payment.payTo} is not on the allow list`);
+  if (policy.hosts && hosts) {
     const host = hostOf(payment.url);
     if (!host) reasons.push("hosts: the requested URL is not known, so its host cannot be checked");
     else if (!policy.hosts.includes(host)) reasons.push(`host ${host} is not allowed`);
   }
-  if (amount > BigInt(policy.maxPerPayment)) reasons.push(`amount ${amount} exceeds maxPerPayment ${policy.maxPerPayment}`);
-  const today = dayOf(now.toISOString());
+  if (BigInt(payment.amount) > BigInt(policy.maxPerPayment)) reasons.push(`amount ${payment.amount} exceeds maxPerPayment ${policy.maxPerPayment}`);
+  return reasons;
+}
+
+/**
+ * Whether to pay `payment` ({ network, asset, amount, payTo, url? }) now, given `spent` (ledger
+ * lines or records { at, id?, network, asset, amount, payTo, state, validBefore?, expiresAt? }).
+ * Counted against the day (the calendar day in the policy's `timeZone`, UTC by default): settled
+ * payments, and every signature that has left and is not shown unused by the chain (see ledger.mjs
+ * `counts`). Returns { decision: "allow" | "deny" | "approve", reasons }. "approve" means allowed
+ * only with a human's approval. `ledgerName` names the ledger in a refusal about its contents.
+ */
+export function decide(policy, payment, spent = [], now = new Date(), ledgerName = "the ledger") {
+  if (!ATOMIC.test(String(payment.amount))) return { decision: "deny", reasons: [`amount ${payment.amount} is not atomic units`] };
+  const amount = BigInt(payment.amount);
+  const reasons = staticReasons(policy, payment);
+  const timeZone = policy.timeZone ?? "UTC";
+  const today = dayIn(timeZone, now);
   const records = foldLedger(spent);
-  const counted = records.filter((e) => dayOf(String(e.at)) === today && counts(e, now));
+  const counted = countedRecords(ledgerName, records, now).filter((e) => dayIn(timeZone, new Date(e.at)) === today);
   const spentToday = counted.reduce((sum, e) => sum + BigInt(e.amount), 0n);
   if (spentToday + amount > BigInt(policy.maxPerDay)) reasons.push(`today's spend would be ${spentToday + amount}, over maxPerDay ${policy.maxPerDay}`);
   if (policy.maxPerPayeePerDay) {
-    const toPayee = counted.filter((e) => same(e.payTo, payment.payTo ?? "")).reduce((sum, e) => sum + BigInt(e.amount), 0n);
+    const toPayee = counted.filter((e) => same(e.payTo, payment.payTo)).reduce((sum, e) => sum + BigInt(e.amount), 0n);
     if (toPayee + amount > BigInt(policy.maxPerPayeePerDay)) reasons.push(`today's spend to ${payment.payTo} would be ${toPayee + amount}, over maxPerPayeePerDay ${policy.maxPerPayeePerDay}`);
   }
   if (policy.maxPaymentsPerMinute) {
@@ -67,6 +102,24 @@ export function decide(policy, payment, spent = [], now = new Date()) {
     return { decision: "approve", reasons: [`amount ${amount} is above approvalAbove ${policy.approvalAbove}: ask a human`] };
   }
   return { decision: "allow", reasons: [] };
+}
+
+/**
+ * The offered requirements in the order to prefer them: those the policy allows (network, asset,
+ * payee, maxPerPayment) first, cheapest first; the others after, in the seller's order, so that
+ * when none is allowed the refusal names the seller's first choice. (The host is the same for every
+ * entry of one answer: it is checked before signing.)
+ */
+export function rankRequirements(policy, requirements) {
+  const allowed = (r) => {
+    const payment = paymentOf(r);
+    return ATOMIC.test(payment.amount) && staticReasons(policy, payment, { hosts: false }).length === 0;
+  };
+  const ok = requirements.filter(allowed).sort((a, b) => {
+    const [x, y] = [BigInt(paymentOf(a).amount), BigInt(paymentOf(b).amount)];
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+  return [...ok, ...requirements.filter((r) => !ok.includes(r))];
 }
 
 function hostOf(url) {
@@ -86,9 +139,11 @@ export function paymentOf(requirements, url) {
   return { network, asset: requirements.asset, amount: String(requirements.amount ?? requirements.maxAmountRequired), payTo: requirements.payTo, url };
 }
 
-/** The x402 v2 terms of a 402 answer: the PAYMENT-REQUIRED header (base64 JSON) or the JSON body. */
-export function termsFrom402(headerValue, body) {
+/** The x402 terms of a 402 answer: the PAYMENT-REQUIRED header (base64 JSON) or the JSON body (v1); the entry a guard would pick. */
+export function termsFrom402(headerValue, body, policy) {
   const required = headerValue ? JSON.parse(Buffer.from(headerValue, "base64").toString("utf8")) : body;
   if (!required || !Array.isArray(required.accepts) || required.accepts.length === 0) throw new Error("no x402 payment terms found");
-  return { ...required.accepts[0], url: required.resource?.url };
+  const url = required.resource?.url;
+  const [first] = policy ? rankRequirements(policy, required.accepts) : required.accepts;
+  return { ...first, url };
 }

@@ -5,9 +5,10 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, test } from "node:test";
-import { createBudgetGuard, guardClient } from "../lib/budget-guard.mjs";
+import { createBudgetGuard, guardClient, recordReceipts } from "../lib/budget-guard.mjs";
 import { foldLedger, readLedger } from "../lib/ledger.mjs";
-import { tempDir } from "./helpers.mjs";
+import { run, tempDir } from "./helpers.mjs";
+import { startChainStandIn } from "./support/chain.mjs";
 import { MiniX402Client, miniWrapFetch } from "./support/mini-x402.mjs";
 import { SELLER, startSeller, USDC } from "./support/seller.mjs";
 
@@ -23,7 +24,7 @@ after(() => Promise.all(sellers.map((s) => s.close())));
 function guarded(options = {}, clientOptions = {}) {
   const ledgerPath = options.ledgerPath ?? path.join(tempDir(), "ledger.jsonl");
   const client = guardClient(new MiniX402Client(clientOptions), { policy: policy(), ledgerPath, ...options });
-  return { pay: miniWrapFetch(fetch, client), ledgerPath, records: () => foldLedger(readLedger(ledgerPath)) };
+  return { pay: miniWrapFetch(recordReceipts(fetch, client), client), ledgerPath, records: () => foldLedger(readLedger(ledgerPath)) };
 }
 const nonces = (s) => s.received.map((p) => p.payload.authorization.nonce).sort();
 const ledgerNonces = (records) => records.filter((r) => r.nonce).map((r) => r.nonce).sort();
@@ -96,15 +97,112 @@ test("two processes sharing one ledger stay within one day limit; every signed n
   assert.equal(fs.existsSync(`${ledgerPath}.lock`), false);
 });
 
-test("once validBefore has passed without a receipt the payment expires and no longer counts", async () => {
-  const s = await seller({ price: () => "50000", receipts: "none", maxTimeoutSeconds: 60 });
+test("after validBefore a signature without a receipt still counts: without an RPC for good (listed as unknown)", async () => {
+  const s = await seller({ price: () => "50000", receipts: "none", maxTimeoutSeconds: 2 });
   let offset = 0;
-  const { pay, records } = guarded({ policy: policy({ maxPerDay: "80000" }), now: () => new Date(Date.now() + offset) });
+  const { pay, records, ledgerPath } = guarded({ policy: policy({ maxPerDay: "80000" }), now: () => new Date(Date.now() + offset) });
   assert.equal((await pay(s.url)).status, 200);
-  await assert.rejects(pay(s.url), /over maxPerDay/);
   offset = 120_000;
+  await assert.rejects(pay(s.url), /today's spend would be 100000, over maxPerDay 80000/);
+  assert.deepEqual(records().map((r) => r.state), ["signed"]);
+  const listed = run("scripts/ledger.mjs", [ledgerPath, "--now", new Date(Date.now() + offset).toISOString()]);
+  assert.deepEqual(listed.json.unknownAuthorizations.map((a) => a.nonce), nonces(s));
+  assert.deepEqual(listed.json.openAuthorizations, []);
+});
+
+test("after validBefore the guard asks the chain: released only when it shows the authorization unused, settled when used", async () => {
+  const chain = await startChainStandIn();
+  after(() => chain.close());
+  const s = await seller({ price: () => "50000", receipts: "none", maxTimeoutSeconds: 2 });
+  let offset = 0;
+  const { pay, records } = guarded({ policy: policy({ maxPerDay: "80000", rpc: { "eip155:8453": chain.url } }), now: () => new Date(Date.now() + offset) });
   assert.equal((await pay(s.url)).status, 200);
-  assert.deepEqual(records().map((r) => r.state), ["expired", "signed"]);
+  offset = 120_000;
+  // Our clock is past validBefore, the chain's is not: the seller can still use it.
+  await assert.rejects(pay(s.url), /over maxPerDay 80000/);
+  assert.deepEqual(records().map((r) => r.state), ["signed"]);
+  // The chain is past validBefore and the seller used it meanwhile: settled, counted for good.
+  chain.state.time += 3600;
+  const [first] = s.received.map((p) => p.payload.authorization);
+  chain.use(first.from, first.nonce);
+  await assert.rejects(pay(s.url), /over maxPerDay 80000/);
+  assert.deepEqual(records().map((r) => [r.state, r.chainState]), [["settled", "used"]]);
+  // A second seller's authorization, never used, and the chain already past its validBefore: it can
+  // never move money, so the next decision releases it (50000 + 20000 + 20000 would be over the day).
+  const other = await seller({ price: () => "20000", receipts: "none", maxTimeoutSeconds: 2, payTo: "0x2222222222222222222222222222222222222222" });
+  assert.equal((await pay(other.url)).status, 200);
+  assert.equal((await pay(other.url)).status, 200);
+  assert.deepEqual(records().map((r) => [r.state, r.chainState]), [["settled", "used"], ["expired", "unused"], ["signed", undefined]]);
+});
+
+test("an RPC that does not answer leaves the signature counted", async () => {
+  const s = await seller({ price: () => "50000", receipts: "none", maxTimeoutSeconds: 2 });
+  let offset = 0;
+  const { pay, records } = guarded({ policy: policy({ maxPerDay: "80000", rpc: { "eip155:8453": "http://127.0.0.1:9" } }), now: () => new Date(Date.now() + offset) });
+  assert.equal((await pay(s.url)).status, 200);
+  offset = 120_000;
+  await assert.rejects(pay(s.url), /over maxPerDay 80000/);
+  assert.deepEqual(records().map((r) => r.state), ["signed"]);
+});
+
+test("an x402 v1 seller's receipts are recorded (the client runs no response hook for v1; recordReceipts reads them)", async () => {
+  const s = await seller({ price: () => "30000", receipts: "settle", version: 1 });
+  const { pay, records } = guarded();
+  assert.equal((await pay(s.url)).status, 200);
+  assert.deepEqual(records().map((r) => [r.state, r.network, r.amount]), [["settled", "eip155:8453", "30000"]]);
+  const failing = await seller({ price: () => "30000", receipts: "fail", version: 1 });
+  const second = guarded();
+  assert.equal((await second.pay(failing.url)).status, 200);
+  assert.deepEqual(second.records().map((r) => [r.state, r.reason]), [["failed", "insufficient_funds"]]);
+});
+
+test("of several offered entries the guard signs the cheapest the policy allows", async () => {
+  const s = await seller({ price: () => ["50000", "900000", "1", "20000"] });
+  const { pay, records } = guarded();
+  assert.equal((await pay(s.url)).status, 200);
+  assert.deepEqual(s.signedValues(), ["1"]);
+  assert.deepEqual(records().map((r) => r.amount), ["1"]);
+  const dear = await seller({ price: () => ["900000", "800000"] });
+  await assert.rejects(guarded().pay(dear.url), /amount 900000 exceeds maxPerPayment/);
+});
+
+test("the day is the calendar day of the policy's timeZone (UTC by default)", async () => {
+  const s = await seller({ price: () => "60000", receipts: "settle" });
+  // 23:30 UTC is already the next day in Tokyo (UTC+9) and still the same day in New York.
+  let at = new Date("2030-01-10T14:30:00Z");
+  const tokyo = guarded({ policy: policy({ maxPerPayment: "60000", timeZone: "Asia/Tokyo" }), now: () => at });
+  assert.equal((await tokyo.pay(s.url)).status, 200); // 23:30 in Tokyo
+  at = new Date("2030-01-10T15:30:00Z"); // 00:30 the next day in Tokyo: a new day
+  assert.equal((await tokyo.pay(s.url)).status, 200);
+  at = new Date("2030-01-10T23:30:00Z");
+  const utc = guarded({ policy: policy({ maxPerPayment: "60000" }), now: () => at });
+  assert.equal((await utc.pay(s.url)).status, 200);
+  at = new Date("2030-01-10T23:50:00Z");
+  await assert.rejects(utc.pay(s.url), /over maxPerDay/);
+  assert.throws(() => guarded({ policy: policy({ timeZone: "Mars/Olympus" }) }), /timeZone: an IANA time zone/);
+});
+
+test("a ledger deleted, truncated or corrupted under the guard is a refusal naming the file and line; a half-written last line is recovered", async () => {
+  const s = await seller({ price: () => "10000", receipts: "none" });
+  const deleted = guarded();
+  assert.equal((await deleted.pay(s.url)).status, 200);
+  fs.rmSync(deleted.ledgerPath);
+  await assert.rejects(deleted.pay(s.url), (error) => error.message.includes(`${deleted.ledgerPath}: the ledger is gone or empty`) && !/BigInt/.test(error.message));
+  // Cut at the front (its "reserved" lines lost), read by a fresh guard.
+  const cut = guarded();
+  assert.equal((await cut.pay(s.url)).status, 200);
+  const lines = fs.readFileSync(cut.ledgerPath, "utf8").split("\n");
+  fs.writeFileSync(cut.ledgerPath, `${lines.slice(1).join("\n")}`);
+  const fresh = guarded({ ledgerPath: cut.ledgerPath });
+  await assert.rejects(fresh.pay(s.url), new RegExp(`${cut.ledgerPath.replaceAll("\\", "\\\\")}:1: payment .* its "reserved" line \\(amount, payee\\) is missing`));
+  // A line in the middle that is not JSON.
+  fs.writeFileSync(cut.ledgerPath, `${lines[0]}\nnot json\n${lines[1]}\n`);
+  await assert.rejects(guarded({ ledgerPath: cut.ledgerPath }).pay(s.url), /:2: not JSON \(the ledger is corrupted/);
+  // A last line half-written by a crash: skipped, cut off, and the next line starts clean.
+  fs.writeFileSync(cut.ledgerPath, `${lines[0]}\n${lines[1]}\n${lines[0].slice(0, 40)}`);
+  const recovered = guarded({ ledgerPath: cut.ledgerPath });
+  assert.equal((await recovered.pay(s.url)).status, 200);
+  assert.deepEqual(recovered.records().map((r) => r.state), ["signed", "signed"]);
 });
 
 test("a seller that says it did not settle: the signature still counts until validBefore", async () => {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { appendEntry, auditLedger, counts, foldLedger, openAuthorizations, readLedger } from "../lib/ledger.mjs";
+import { appendEntry, auditLedger, counts, foldLedger, LedgerError, openAuthorizations, readLedger, repairLedger, unknownAuthorizations } from "../lib/ledger.mjs";
 import { decide } from "../lib/policy.mjs";
 import { root, run, tempDir } from "./helpers.mjs";
 
@@ -32,8 +32,10 @@ test("the lines of a payment fold into one record; the state decides what counts
   const before = new Date("2026-01-10T09:01:00Z"); // validBefore 1768035900 = 09:05:00Z
   const afterValidity = new Date("2026-01-10T09:10:00Z");
   assert.deepEqual(records.map((r) => counts(r, before)), [true, true, false]);
-  assert.deepEqual(records.map((r) => counts(r, afterValidity)), [true, false, false]);
-  assert.equal(decide({ ...policy, maxPerDay: "30000" }, { ...base, amount: "1" }, readLedger(file), before).decision, "deny");
+  // Past validBefore, a signature without a receipt still counts: only the chain can say it was not used.
+  assert.deepEqual(records.map((r) => counts(r, afterValidity)), [true, true, false]);
+  assert.equal(decide({ ...policy, maxPerDay: "30000" }, { ...base, amount: "1" }, readLedger(file), afterValidity).decision, "deny");
+  appendEntry(file, { at: "2026-01-10T09:11:00.000Z", id: "b", state: "expired", chainState: "unused", block: "12" });
   assert.equal(decide({ ...policy, maxPerDay: "30000" }, { ...base, amount: "1" }, readLedger(file), afterValidity).decision, "allow");
 });
 
@@ -42,6 +44,30 @@ test("open authorizations: signed, no receipt, still valid", () => {
   guardLedger(file);
   assert.deepEqual(openAuthorizations(readLedger(file), new Date("2026-01-10T09:01:00Z")).map((a) => [a.id, a.nonce, a.validBefore]), [["b", nonce(2), "1768035900"]]);
   assert.deepEqual(openAuthorizations(readLedger(file), new Date("2026-01-10T09:10:00Z")), []);
+  assert.deepEqual(unknownAuthorizations(readLedger(file), new Date("2026-01-10T09:10:00Z")).map((a) => a.id), ["b"]);
+});
+
+test("readLedger: a missing file is empty; a bad line names the file and line; a half-written last line is skipped and repairLedger cuts it", () => {
+  const file = path.join(tempDir(), "l.jsonl");
+  assert.deepEqual(readLedger(file), []);
+  guardLedger(file);
+  const good = fs.readFileSync(file, "utf8");
+  for (const [bad, message] of [
+    ["{\"at\":\"x\",\"state\":\"signed\"}", /:8: no valid `at` time/],
+    ["[1]", /:8: not a JSON object/],
+    [`{"at":"2026-01-10T09:00:00Z","state":"settled","amount":"1.5"}`, /:8: amount "1.5" is not atomic units/],
+    ["{oops", /:8: not JSON/],
+  ]) {
+    fs.writeFileSync(file, `${good}${bad}\n`);
+    assert.throws(() => readLedger(file), (error) => error instanceof LedgerError && error.message.startsWith(file) && message.test(error.message));
+  }
+  fs.writeFileSync(file, `${good}{"at":"2026-01-10T09:0`);
+  assert.equal(readLedger(file).length, 7);
+  assert.equal(repairLedger(file), true);
+  assert.equal(fs.readFileSync(file, "utf8"), good);
+  fs.writeFileSync(file, good.trimEnd());
+  assert.equal(repairLedger(file), true);
+  assert.equal(fs.readFileSync(file, "utf8"), good);
 });
 
 test("audit: a guard-written ledger is clean; a nonce used twice, a signed line without its nonce and unknown states are found", () => {

@@ -73,3 +73,30 @@ test("deliverable gate checks digests", () => {
   fs.writeFileSync(path.join(dir, "a.txt"), "y");
   assert.equal(run("gates/deliverable-gate.mjs", [dir, "--spec", spec]).status, 1);
 });
+test("check-payment decides the cheapest allowed entry of several", () => {
+  const dir = tempDir();
+  const offered = { x402Version: 2, accepts: [...terms("9000000").accepts, ...terms("50000").accepts, ...terms("1").accepts] };
+  fs.writeFileSync(path.join(dir, "t.json"), JSON.stringify(offered));
+  const result = run("scripts/check-payment.mjs", ["--policy", "policy/example-policy.json", "--terms", path.join(dir, "t.json")]);
+  assert.equal(result.status, 0, result.stderr);
+  assert.equal(result.json.payment.amount, "1");
+});
+test("a corrupted or truncated ledger: the scripts exit 2 naming the file and line, with no stack trace", () => {
+  const dir = tempDir();
+  const ledger = path.join(dir, "l.jsonl");
+  fs.writeFileSync(ledger, '{"at":"2026-01-10T09:00:00Z","state":"settled","amount":"1","payTo":"0x1111111111111111111111111111111111111111","network":"eip155:8453","asset":"0x1111111111111111111111111111111111111111"}\nnot json\n');
+  fs.writeFileSync(path.join(dir, "t.json"), JSON.stringify(terms("10000")));
+  for (const [script, args] of [
+    ["scripts/ledger.mjs", [ledger]],
+    ["scripts/check-payment.mjs", ["--policy", "policy/example-policy.json", "--terms", path.join(dir, "t.json"), "--ledger", ledger]],
+  ]) {
+    const result = run(script, args);
+    assert.equal(result.status, 2, result.stdout);
+    assert.match(result.stderr, new RegExp(`${ledger.replaceAll("\\", "\\\\")}:2: not JSON`));
+    assert.doesNotMatch(result.stderr, /at .*\.mjs:\d+/);
+  }
+  fs.writeFileSync(ledger, '{"at":"2026-01-10T09:00:00Z","id":"x","state":"signed","nonce":"0x01","validBefore":"1"}\n');
+  const cut = run("scripts/check-payment.mjs", ["--policy", "policy/example-policy.json", "--terms", path.join(dir, "t.json"), "--ledger", ledger]);
+  assert.equal(cut.status, 2);
+  assert.match(cut.stderr, /:1: payment x is "signed" but its "reserved" line \(amount, payee\) is missing/);
+});
