@@ -238,11 +238,9 @@ const TrialSummarySchema = z
           description:
             "When the registry posted this version of the record (statusModule.lastUpdatePostDateStruct): the version the summary was built from.",
         }),
-        lastUpdateSubmitted: isoDate
-          .nullable()
-          .meta({
-            description: "When the sponsor submitted this version (statusModule.lastUpdateSubmitDate).",
-          }),
+        lastUpdateSubmitted: isoDate.nullable().meta({
+          description: "When the sponsor submitted this version (statusModule.lastUpdateSubmitDate).",
+        }),
       })
       .meta({
         id: "ClinicalTrialsRecordVersion",
