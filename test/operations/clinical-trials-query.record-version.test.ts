@@ -118,4 +118,22 @@ describe("clinical-trials-query: the record version of every study, and the data
     const item = indexOf(stripped).query(ClinicalTrialsQueryRequest.parse({ limit: 1 })).items[0];
     expect(item?.recordVersion.asOf).toBeNull();
   });
+
+  it("a record without a copy date never makes a folder look older than its own last update", () => {
+    // One record keeps its copy date (2023-11-15); another, undated, was updated later than that.
+    const dated = sample.find((s) => versionHolder(s) === "2023-11-15");
+    const undated = structuredClone(sample.find((s) => versionHolder(s) === "2024-06-10"));
+    delete undated.derivedSection;
+    undated.protocolSection.statusModule.lastUpdatePostDateStruct.date = "2024-02-01";
+    const { dataset } = indexOf([dated, undated]);
+    expect(dataset.snapshotDate).toBe("2024-02-01");
+    expect(dataset.snapshotDateBasis).toBe("last-update-posted");
+    expect(dataset.recordsAsOf).toEqual({ oldest: "2023-11-15", newest: "2023-11-15" });
+    // The undated record updated before the dated copy: the copy date stands.
+    undated.protocolSection.statusModule.lastUpdatePostDateStruct.date = "2023-01-01";
+    expect(indexOf([dated, undated]).dataset).toMatchObject({
+      snapshotDate: "2023-11-15",
+      snapshotDateBasis: "record-as-of",
+    });
+  });
 });

@@ -317,16 +317,20 @@ export function recordsAsOf(db: TrialsDatabase): { oldest: string; newest: strin
 }
 
 /**
- * The date a folder of records is a snapshot of, read from the records: the newest registry copy,
- * or without one the newest version posted (what the copy is at least as new as).
+ * The date a folder of records is a snapshot of, read from the records: the newest registry copy.
+ * A record that states no copy date is at least as new as its version (its last update posted), so
+ * that date stands in for it: a record without a copy date never makes the folder look older.
  */
 export function folderSnapshotDate(db: TrialsDatabase): { date: string; basis: SnapshotDateBasis } | null {
-  const copies = recordsAsOf(db);
-  if (copies) return { date: copies.newest, basis: "record-as-of" };
   const row = db
     .prepare(
-      "SELECT max(last_update_posted) AS day FROM studies WHERE last_update_posted GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'",
+      `SELECT max(record_as_of) AS copied,
+         max(CASE WHEN record_as_of IS NULL AND last_update_posted GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+           THEN last_update_posted END) AS undated
+       FROM studies`,
     )
-    .get() as { day: string | null };
-  return row.day ? { date: row.day, basis: "last-update-posted" } : null;
+    .get() as { copied: string | null; undated: string | null };
+  if (row.copied && (!row.undated || row.copied >= row.undated))
+    return { date: row.copied, basis: "record-as-of" };
+  return row.undated ? { date: row.undated, basis: "last-update-posted" } : null;
 }

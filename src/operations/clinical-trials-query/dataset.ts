@@ -73,7 +73,7 @@ function snapshotDateMeaning(
     case "record-as-of":
       return `the newest registry copy among the loaded records (ClinicalTrials.gov versionHolder); ${each}`;
     case "last-update-posted":
-      return "the newest last update posted among the loaded records, which state no registry copy date: the copies are at least this new and may be newer";
+      return `the newest last update posted among the loaded records that state no registry copy date: those copies are at least this new and may be newer${copies ? `; ${each}` : ""}`;
     case "ingest-start":
       return `the day the API ingest started reading the registry: every record is the registry's version of that day or later; ${each}`;
     case "ingest-clock":
