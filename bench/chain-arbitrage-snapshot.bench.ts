@@ -91,11 +91,13 @@ try {
     localDexSetupMs: Number(setupMs.toFixed(0)),
     localDexAlreadyThereMs: Number(againMs.toFixed(1)),
     note:
-      "A snapshot is two HTTP round trips (3 JSON-RPC calls), both at one block: one JSON-RPC batch of " +
+      "A snapshot is two HTTP round trips, both at one block: one JSON-RPC batch of " +
       "eth_getBlockByNumber and aggregate3 at that block (or latest) with the USDC→WETH quotes at amountUsdc " +
       "and at each of the ladder's 8 log-spaced sizes and their L1 fees, then aggregate3 pinned by the " +
-      "block's hash (EIP-1898) with the WETH→USDC quotes for every size, the pools' fees, spot state and " +
-      "liquidity. A third request happens only when latest moved between the header and the first eth_call, " +
+      "block's hash (EIP-1898): one batch of the shared aggregate3 (the pools' fees, spot state and liquidity, " +
+      "the WETH→USDC quotes of venues whose quoter does not measure gas) and one aggregate3 of its own per " +
+      "quote that measures gas (every size's buy again and every sell on Uniswap/Slipstream), so each size's " +
+      "gas is measured cold. A third request happens only when latest moved between the header and the first eth_call, " +
       "or to name the largest fillable size of a partial fill (neither happens here). Rates are the whole " +
       "operation (encoding, both round trips to anvil, decoding, integer arithmetic over the amount and the " +
       "8 ladder sizes in both directions) without the payment, on a 2-core machine shared with other work.",

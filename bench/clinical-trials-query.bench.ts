@@ -53,6 +53,7 @@ function build() {
   const meta = writeMeta(db, {
     kind: "sample",
     snapshotDate: new Date().toISOString().slice(0, 10),
+    snapshotDateBasis: "ingest-clock",
     source: `SYNTHETIC benchmark data: ${STUDIES} records generated from the five sample records`,
   });
   db.pragma("optimize");

@@ -209,10 +209,14 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
     expect(await balanceOf(service.payTo)).toBe(payToBefore + PRICE);
 
     expect(body).toMatchObject({
+      simulated: true,
       chainId: 8453,
       pair: { usdc: USDC, weth: WETH },
       amountUsdc: "500",
-      ethUsd: { price: "3000", source: `Chainlink ETH / USD ${LOCAL_DEX.chainlinkEthUsd}` },
+      ethUsd: {
+        price: "3000",
+        source: `simulated ETH / USD feed on the local chain ${LOCAL_DEX.chainlinkEthUsd} (a stand-in, not Chainlink)`,
+      },
       warnings: [],
     });
     expect(body.legs.map((leg) => [leg.venue, leg.direction, leg.feeBps, leg.gasEstimateSource])).toEqual([
@@ -446,8 +450,12 @@ describe("chain-arbitrage-snapshot on the local chain", () => {
       const input = ChainArbitrageSnapshotRequest.parse({});
       await takeSnapshot(snapshotClient([standIn.url], 5000), settings, input);
       expect(standIn.roundTrips).toBe(2);
-      // One batch (the header and aggregate3 at latest), then aggregate3 pinned by that block's hash.
-      expect(standIn.methods).toEqual(["eth_getBlockByNumber", "eth_call", "eth_call"]);
+      // One batch (the header and aggregate3 at latest), then one batch of eth_calls pinned by that
+      // block's hash: the shared aggregate3 and each quote that measures gas in a call of its own.
+      const [header, first, ...second] = standIn.methods;
+      expect([header, first]).toEqual(["eth_getBlockByNumber", "eth_call"]);
+      expect(second.length).toBeGreaterThan(1);
+      expect(new Set(second)).toEqual(new Set(["eth_call"]));
       await standIn.close();
       const viaFallback = await takeSnapshot(snapshotClient([standIn.url, rpcUrl], 5000), settings, input);
       expect(viaFallback.roundTrips).toHaveLength(2);

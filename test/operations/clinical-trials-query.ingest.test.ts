@@ -10,6 +10,7 @@ import {
   closeAfterWriting,
   openForReading,
   openForWriting,
+  SCHEMA_VERSION,
   StaleDatabaseError,
   type TrialsDatabase,
 } from "../../src/operations/clinical-trials-query/database.ts";
@@ -92,13 +93,15 @@ describe("ingest from a folder of study records", () => {
         analyses: sum.analyses + counts.analyses,
       }));
       // The figures as the other tools read them: decimal strings in meta.
-      const latestUpdate = rawStudies
-        .map((study) => study.protocolSection.statusModule.lastUpdatePostDateStruct.date as string)
+      // The folder is as of its newest registry copy (versionHolder), not its newest update posted.
+      const newestCopy = rawStudies
+        .map((study) => study.derivedSection.miscInfoModule.versionHolder as string)
         .sort()
         .at(-1);
       expect(metaOf(db)).toEqual({
         kind: "sample",
-        snapshot_date: latestUpdate,
+        snapshot_date: newestCopy,
+        snapshot_date_basis: "record-as-of",
         studies: "5",
         endpoints: String(totals.endpoints),
         measurements: String(totals.measurements),
@@ -147,7 +150,7 @@ describe("ingest from a folder of study records", () => {
       { env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), DATA_DIR: path.dirname(file) } },
     );
     expect(stderr).toMatch(
-      /loaded 5 studies from 5 files into .*: 5 studies, 63 endpoints, 230 measurements, 41 analyses \(kind sample, snapshot 2022-11-21\)/,
+      /loaded 5 studies from 5 files into .*: 5 studies, 63 endpoints, 230 measurements, 41 analyses \(kind sample, snapshot 2024-06-10\)/,
     );
     const db = new Database(file, { readonly: true });
     try {
@@ -618,7 +621,7 @@ describe("the selection rule, provenance and skipped records (issue 23)", () => 
     const sum = (field: "endpoints" | "measurements" | "analyses") =>
       selected.reduce((n, study) => n + rawCounts(study)[field], 0);
     expect(index.dataset.description).toBe(
-      `4 studies with results first posted on or after 2020-01-01 (${sum("endpoints")} endpoints, ${sum("measurements")} measurements, ${sum("analyses")} analyses), a complete ingest of ${standIn.url} (not the ClinicalTrials.gov registry) as of 2026-03-04`,
+      `4 studies with results first posted on or after 2020-01-01 (${sum("endpoints")} endpoints, ${sum("measurements")} measurements, ${sum("analyses")} analyses), a complete ingest of ${standIn.url} (not the ClinicalTrials.gov registry) as of 2026-03-04 (registry copies of 2023-11-15 to 2024-06-10)`,
     );
   });
 
@@ -710,14 +713,14 @@ describe("the database's schema version (rebuild rule)", () => {
     closeAfterWriting(db);
     expect(() => openForReading(file)).toThrow(StaleDatabaseError);
     expect(() => openForReading(file)).toThrow(
-      /older version of the ingest \(schema 0, this service reads 2\)/,
+      /older version of the ingest \(schema 0, this service reads 3\)/,
     );
     const rebuilt: number[] = [];
     const again = openForWriting(file, { onRebuild: (version) => rebuilt.push(version) });
     try {
       expect(rebuilt).toEqual([0]);
       expect(again.prepare("SELECT count(*) AS n FROM studies").get()).toEqual({ n: 0 });
-      expect(again.pragma("user_version", { simple: true })).toBe(2);
+      expect(again.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
       ingestFromDirectory(again, SAMPLE_DIR);
     } finally {
       closeAfterWriting(again);

@@ -171,7 +171,7 @@ describe("the operation on a database of an older layout", () => {
     const started = await start(file);
     expect(started.available).toBe(false);
     expect(started.unavailableNow?.()).toMatch(
-      /older version of the ingest \(schema 0, this service reads 2\): rebuild it/,
+      /older version of the ingest \(schema 0, this service reads 3\): rebuild it/,
     );
     expect(started.describe?.summary).toMatch(/not available \(the database must be rebuilt\)/);
     const refused = await started.admit?.().catch((error: unknown) => error);

@@ -265,7 +265,7 @@ describe("the clinical snapshot product", () => {
     );
     const text = (name: string) => entries.find((e) => e.path === name)?.data.toString("utf8") ?? "";
     expect(text("data/csv/studies.csv").split("\r\n")[0]).toBe(
-      "id,nct_id,title,sponsor,phases,enrollment,start_date,start_day,completion_date,completion_day,endpoints,measurements,analyses,last_update_posted,results_first_posted",
+      "id,nct_id,title,sponsor,phases,enrollment,start_date,start_day,completion_date,completion_day,endpoints,measurements,analyses,last_update_posted,results_first_posted,record_as_of",
     );
     // 12 studies + the header + the final line end.
     expect(text("data/csv/studies.csv").split("\r\n")).toHaveLength(14);

@@ -43,8 +43,10 @@ export const chainArbitrageSnapshot = defineOperation({
     "swap's gas (quoter estimate plus a fixed overhead) is priced at the block's base fee plus a priority " +
     "fee, plus Base's L1 data fee (GasPriceOracle), in USD by the Chainlink ETH/USD feed. Amounts are exact " +
     "decimal strings in token units; netPnlUsdc = grossPnlUsdc − gasUsd exactly. Venues: " +
-    `${VENUES.join(", ")}. Also a log-spaced ladder of 8 sizes with the best and break-even sizes, at the same ` +
-    'block; execution "atomic" prices both swaps as one transaction. A missing or empty pool, a size a pool ' +
+    `${VENUES.join(", ")}. Also a log-spaced ladder of 8 sizes with the best, break-even and largest ` +
+    "profitable sizes at the same block, every size's gas measured cold (as a swap sent alone); execution " +
+    '"atomic" prices both swaps as one transaction. In local mode every answer says simulated: true (a local ' +
+    "test chain reporting Base's chain id, its own DEX deployment, a stand-in price feed). A missing or empty pool, a size a pool " +
     "fills only in part (the largest size is named) or an unknown block is a 400; an unreachable, lagging or " +
     "wrong-chain RPC, or a quoter failing on a pool with liquidity, a 502. Neither is charged.",
   tags: ["chain"],
@@ -83,6 +85,7 @@ export const chainArbitrageSnapshot = defineOperation({
       blockWarnAgeSeconds: quotesLocalChain ? 0 : config.arbitrage.blockWarnAgeSeconds,
       blockMaxAgeSeconds: quotesLocalChain ? 0 : config.arbitrage.blockMaxAgeSeconds,
       chainId: BASE_CHAIN_ID,
+      simulated: quotesLocalChain,
     };
     const client = urls.length > 0 ? snapshotClient(urls, config.arbitrage.rpcTimeoutMs) : undefined;
     const rpc = urls.map((url) => (url === localChain?.rpcUrl ? "local chain" : hostOf(url))).join(", ");

@@ -146,7 +146,15 @@ const SizePick = z.object({
 
 export const ChainArbitrageSnapshotResponse = z
   .object({
-    chainId: z.int(),
+    simulated: z.boolean().meta({
+      description:
+        "true in local mode: the quotes come from the service's local test chain (which reports Base's chain id " +
+        "8453), its own deployment of the DEX contracts and a stand-in ETH/USD feed, not from Base. Such an " +
+        "answer says nothing about Base's markets.",
+    }),
+    chainId: z
+      .int()
+      .meta({ description: "As the chain reports it (8453 also on the local test chain: see simulated)." }),
     blockNumber: z.int().min(0),
     blockHash: z.string().regex(/^0x[0-9a-f]{64}$/),
     blockTimestamp: z.iso.datetime(),
@@ -160,7 +168,10 @@ export const ChainArbitrageSnapshotResponse = z
     amountUsdc: decimal("The USDC amount of each round trip."),
     ethUsd: z.object({
       price: decimal("The feed's answer, exact."),
-      source: z.string().meta({ description: "The feed: Chainlink ETH / USD and its address." }),
+      source: z.string().meta({
+        description:
+          "The feed and its address: Chainlink ETH / USD on Base; in local mode (simulated) a stand-in feed, named as one.",
+      }),
       updatedAt: z.iso.datetime(),
       ageSeconds: z.int().meta({ description: "blockTimestamp − updatedAt." }),
     }),
@@ -190,7 +201,9 @@ export const ChainArbitrageSnapshotResponse = z
           .meta({
             description:
               "Log-spaced sizes from amountUsdc / 100 to amountUsdc × 100 (within 10 and 1,000,000 USDC), " +
-              "both directions each, quoted at blockNumber in the same two RPC round trips.",
+              "both directions each, quoted at blockNumber in the same two RPC round trips. Every size's gas is " +
+              "measured cold (each quote that measures gas in an eth_call of its own), as a swap sent alone costs: " +
+              "the same size costs the same gas wherever it stands in the ladder.",
           }),
         best: SizePick.nullable().meta({
           description: "The fillable size and direction with the highest netPnlUsdc (amountUsdc included).",
@@ -198,6 +211,11 @@ export const ChainArbitrageSnapshotResponse = z
         breakEven: SizePick.nullable().meta({
           description:
             "The smallest ladder size (or amountUsdc) where the best direction nets ≥ 0 after gas; null if none.",
+        }),
+        largestProfitable: SizePick.nullable().meta({
+          description:
+            "The largest ladder size (or amountUsdc) where the best direction nets > 0 after gas; null if none. " +
+            "Between breakEven and this size the ladder's sizes are the ones sampled: a size between two of them is not quoted.",
         }),
       })
       .meta({ description: "The answer at other sizes: one size per answer is rarely the right one." }),

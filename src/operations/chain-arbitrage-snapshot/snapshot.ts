@@ -46,6 +46,13 @@ export interface SnapshotSettings {
   chainId?: number;
   /** The service clock in ms (Date.now). */
   now?: () => number;
+  /**
+   * The local chain's stand-in DEX and price feed (local mode): every answer then says
+   * `simulated: true` and names the feed as a stand-in, whatever chain id the chain reports.
+   */
+  simulated?: boolean;
+  /** The ladder's sizes for an amount (default {@link ladderSizes}); tests give arbitrary ones. */
+  ladder?: (usdcIn: bigint) => bigint[];
 }
 
 /**
@@ -276,6 +283,27 @@ class Calls {
   }
 }
 
+/**
+ * Where a quote of the second round trip runs: in the shared aggregate3, or (a quote that measures
+ * gas) in an eth_call of its own. Within one call, a quote after another of the same pool finds its
+ * accounts and storage warm (EIP-2929: 100 gas an access instead of 2,600 for an account and 2,100
+ * for a storage slot), so its gas figure would depend on its place in the call and understate the
+ * swap sent on its own. Each call of its own starts cold, like the transaction it prices.
+ */
+type Slot = { shared: number } | { alone: number };
+
+/** Each call in an aggregate3 of its own at the block: all sent at once (one JSON-RPC batch with the shared one). */
+function aggregateEachAlone(
+  client: PublicClient,
+  multicall3: Address,
+  calls: Call[],
+  at: At,
+): Promise<(Result | undefined)[]> {
+  return Promise.all(
+    calls.map((call) => aggregate(client, multicall3, [call], at, undefined).then(([result]) => result)),
+  );
+}
+
 /** Gas of the intrinsic part of a transaction: what one atomic transaction saves on the second swap. */
 const INTRINSIC_GAS = 21_000n;
 /** Any executor contract: the L1 fee depends on the transaction's bytes only. */
@@ -338,7 +366,7 @@ export async function takeSnapshot(
   const usdcIn = parseUnitsExact(String(input.amountUsdc), USDC_DECIMALS);
   const atomic = input.execution === "atomic";
   // Size 0 is the amount asked for; the others are the ladder.
-  const sizes = [usdcIn, ...ladderSizes(usdcIn)];
+  const sizes = [usdcIn, ...(settings.ladder ?? ladderSizes)(usdcIn)];
   const requestedBlock = input.blockNumber === undefined ? undefined : BigInt(input.blockNumber);
   const usdcText = (amount: bigint) => formatUnitsExact(amount, USDC_DECIMALS);
   const wethText = (amount: bigint) => formatUnitsExact(amount, WETH_DECIMALS);
@@ -402,6 +430,11 @@ export async function takeSnapshot(
   const warnings: string[] = [];
   const blockAgeSeconds = Math.floor((settings.now?.() ?? Date.now()) / 1000) - Number(header.timestamp);
   const { blockWarnAgeSeconds = 0, blockMaxAgeSeconds = 0 } = settings;
+  if (requestedBlock !== undefined && blockWarnAgeSeconds > 0 && blockAgeSeconds > blockWarnAgeSeconds) {
+    warnings.push(
+      `block ${blockNumber} was requested by number and is ${blockAgeSeconds} s old (more than ${blockWarnAgeSeconds} s): the answer is the chain as it was then, not now`,
+    );
+  }
   if (requestedBlock === undefined && blockMaxAgeSeconds > 0) {
     if (blockAgeSeconds > blockMaxAgeSeconds) {
       throw chainUnavailable(
@@ -449,10 +482,24 @@ export async function takeSnapshot(
   const feeAt = venues.map((v, i) => secondCalls.add(v.feeCall(pools[i] as Address)));
   const spotAt = venues.map((v, i) => secondCalls.add(v.spotCall(pools[i] as Address)));
   const liquidityAt = venues.map((v, i) => secondCalls.add(v.liquidityCall(pools[i] as Address)));
+  const aloneCalls = new Calls();
+  const slot = (v: Venue, call: Call): Slot =>
+    v.quoteMeasuresGas ? { alone: aloneCalls.add(call) } : { shared: secondCalls.add(call) };
   const sellAt = buys.map((row) =>
     row.map((o, t) => {
       const buy = filled(o);
-      return buy ? secondCalls.add((venues[1 - t] as Venue).quote(weth, usdc, buy.amountOut)) : undefined;
+      const sellVenue = venues[1 - t] as Venue;
+      return buy ? slot(sellVenue, sellVenue.quote(weth, usdc, buy.amountOut)) : undefined;
+    }),
+  );
+  // The first round trip's buys ran in one aggregate3 (their outputs are what the sells spend);
+  // the ones whose gas is used are quoted again, each alone, for that gas.
+  const coldBuyAt = buys.map((row, k) =>
+    row.map((o, t) => {
+      const v = venues[t] as Venue;
+      return filled(o) && v.quoteMeasuresGas
+        ? aloneCalls.add(v.quote(usdc, weth, sizes[k] as bigint))
+        : undefined;
     }),
   );
   const atomicL1At = buys.map((row, k) =>
@@ -482,11 +529,13 @@ export async function takeSnapshot(
       ? secondCalls.add(v.quoteExactOutput(usdc, weth, o.quote.amountOut))
       : undefined;
   });
-  const second = await aggregate(client, multicall3, secondCalls.list, { blockHash }, undefined).catch(
-    (error) => {
-      throw rpcProblem(error, undefined);
-    },
-  );
+  const [second, alone] = await Promise.all([
+    aggregate(client, multicall3, secondCalls.list, { blockHash }, undefined),
+    aggregateEachAlone(client, multicall3, aloneCalls.list, { blockHash }),
+  ]).catch((error) => {
+    throw rpcProblem(error, undefined);
+  });
+  const resultAt = (at: Slot): Result | undefined => ("alone" in at ? alone[at.alone] : second[at.shared]);
   if (
     required(second[0], "block number", decodeUint) !== blockNumber ||
     required(second[1], "parent block hash", decodeBytes32).toLowerCase() !== parentHash.toLowerCase()
@@ -498,10 +547,21 @@ export async function takeSnapshot(
     required(second[liquidityAt[i] as number], `${v.id} pool liquidity`, v.decodeEmpty),
   );
   const sells = sellAt.map((row) =>
-    row.map((index, t) =>
-      index === undefined ? undefined : outcome(venues[1 - t] as Venue, second[index] as Result | undefined),
-    ),
+    row.map((at, t) => (at === undefined ? undefined : outcome(venues[1 - t] as Venue, resultAt(at)))),
   );
+  for (const [k, row] of coldBuyAt.entries()) {
+    for (const [t, index] of row.entries()) {
+      if (index === undefined) continue;
+      const cold = outcome(venues[t] as Venue, alone[index]);
+      const first = filled(buys[k]?.[t]);
+      if (!("quote" in cold) || cold.quote.amountOut !== first?.amountOut) {
+        throw chainUnavailable(
+          `the chain RPC quoted ${venues[t]?.id} differently twice at block ${blockNumber} (${blockHash})`,
+        );
+      }
+      (buys[k] as Outcome[])[t] = cold;
+    }
+  }
 
   // The amount asked for must be quoted whole on all four legs. A quoter that fails on a pool with
   // liquidity is the chain's fault (502); an empty pool, or a size a pool cannot take, the request's (400).
@@ -717,6 +777,11 @@ export async function takeSnapshot(
           .filter((r) => r.buyOn === bestSize.buyOn && r.net >= 0n)
           .reduce((low, r) => (r.size < low.size ? r : low))
       : undefined;
+  const profitable = bestSize ? candidates.filter((r) => r.buyOn === bestSize.buyOn && r.net > 0n) : [];
+  const largestProfitable = profitable.reduce<(typeof candidates)[number] | undefined>(
+    (high, r) => (!high || r.size > high.size ? r : high),
+    undefined,
+  );
 
   const ageSeconds = Number(header.timestamp - updatedAt);
   if (ageSeconds > settings.feedMaxAgeSeconds) {
@@ -731,6 +796,7 @@ export async function takeSnapshot(
   }
   const isoSeconds = (seconds: bigint) => new Date(Number(seconds) * 1000).toISOString();
   return {
+    simulated: settings.simulated ?? false,
     chainId: Number(chainId),
     blockNumber: Number(blockNumber),
     blockHash,
@@ -741,7 +807,9 @@ export async function takeSnapshot(
     amountUsdc: usdcText(usdcIn),
     ethUsd: {
       price: formatUnitsExact(answer, feedDecimals),
-      source: `Chainlink ETH / USD ${addresses.chainlinkEthUsd}`,
+      source: settings.simulated
+        ? `simulated ETH / USD feed on the local chain ${addresses.chainlinkEthUsd} (a stand-in, not Chainlink)`
+        : `Chainlink ETH / USD ${addresses.chainlinkEthUsd}`,
       updatedAt: isoSeconds(updatedAt),
       ageSeconds,
     },
@@ -764,6 +832,7 @@ export async function takeSnapshot(
       ladder,
       best: bestSize ? pick(bestSize) : null,
       breakEven: breakEven ? pick(breakEven) : null,
+      largestProfitable: largestProfitable ? pick(largestProfitable) : null,
     },
     warnings,
   };

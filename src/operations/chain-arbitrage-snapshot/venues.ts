@@ -45,6 +45,8 @@ export interface Venue {
   poolLookup: Call;
   quote(tokenIn: Address, tokenOut: Address, amountIn: bigint): Call;
   decodeQuote(data: Hex): Quote;
+  /** The quote measures the swap's gas (QuoterV2), so it depends on which storage the call found warm. */
+  quoteMeasuresGas: boolean;
   /** The swap fee as read on-chain at the block. */
   feeCall(pool: Address): Call;
   decodeFee(data: Hex): Ratio;
@@ -129,6 +131,7 @@ function concentratedLiquidity(
       encode(quoter, "quoteExactInputSingle", [
         { tokenIn, tokenOut, amountIn, [keyField]: key, sqrtPriceLimitX96: 0n },
       ]),
+    quoteMeasuresGas: true,
     decodeQuote(data) {
       const [amountOut, sqrtPriceX96After, , gasEstimate] = decodeFunctionResult({
         abi: UNISWAP_V3_ABI,
@@ -212,6 +215,7 @@ function aerodromeVolatile(addresses: ChainAddresses): Venue {
         args: [amountIn, route(tokenIn, tokenOut)],
       }),
     }),
+    quoteMeasuresGas: false,
     decodeQuote(data) {
       const amounts = decodeFunctionResult({ abi: AERODROME_ABI, functionName: "getAmountsOut", data });
       return { amountOut: amounts[amounts.length - 1] ?? 0n, partial: false };

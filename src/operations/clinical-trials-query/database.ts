@@ -14,8 +14,9 @@ export type TrialsDatabase = Database.Database;
  * whose summaries lack denominators, secondary outcomes and the analysis fields. The summaries are
  * derived from records the database does not keep, so an older database cannot be migrated in
  * place: it is rebuilt from its source (see {@link openForWriting} and docs/clinical-trials.md).
+ * 2: without each record's version (`record_as_of`, the summaries' `recordVersion`).
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 const TABLES = [
   "meta",
@@ -44,7 +45,8 @@ CREATE TABLE IF NOT EXISTS studies (
   measurements INTEGER NOT NULL,
   analyses INTEGER NOT NULL,
   last_update_posted TEXT,
-  results_first_posted TEXT
+  results_first_posted TEXT,
+  record_as_of TEXT
 );
 -- Kept apart so that the filters scan narrow rows: a summary is kilobytes of JSON.
 CREATE TABLE IF NOT EXISTS study_summaries (
@@ -80,6 +82,7 @@ CREATE TABLE IF NOT EXISTS ingest_state (
 export interface DatasetMeta {
   kind: "sample" | "full";
   snapshotDate: string;
+  snapshotDateBasis: SnapshotDateBasis;
   studies: number;
   endpoints: number;
   measurements: number;
@@ -182,9 +185,9 @@ export class StudyWriter {
     this.deleteText = db.prepare("DELETE FROM studies_fts WHERE rowid = ?");
     this.insertStudy = db.prepare(
       `INSERT INTO studies (nct_id, title, sponsor, phases, enrollment, start_date, start_day, completion_date,
-         completion_day, endpoints, measurements, analyses, last_update_posted, results_first_posted)
+         completion_day, endpoints, measurements, analyses, last_update_posted, results_first_posted, record_as_of)
        VALUES (@nctId, @title, @sponsor, @phases, @enrollment, @startDate, @startDay, @completionDate,
-         @completionDay, @endpoints, @measurements, @analyses, @lastUpdatePosted, @resultsFirstPosted)`,
+         @completionDay, @endpoints, @measurements, @analyses, @lastUpdatePosted, @resultsFirstPosted, @recordAsOf)`,
     );
     this.insertSummary = db.prepare("INSERT INTO study_summaries (study_id, summary) VALUES (?, ?)");
     this.insertMoreOutcomes = db.prepare(
@@ -220,6 +223,7 @@ export class StudyWriter {
       analyses: summary.counts.analyses,
       lastUpdatePosted: study.protocolSection?.statusModule?.lastUpdatePostDateStruct?.date ?? null,
       resultsFirstPosted: summary.resultsFirstPosted,
+      recordAsOf: summary.recordVersion.asOf,
     });
     const { secondaryOutcomes, otherOutcomes, ...primary } = summary;
     this.insertSummary.run(lastInsertRowid, JSON.stringify(primary));
@@ -265,10 +269,15 @@ export function readMeta(db: TrialsDatabase): Record<string, string> {
   return Object.fromEntries(rows.map((row) => [row.key, row.value]));
 }
 
-/** Recounts the totals from the rows and records them with the kind, snapshot date and source. */
+/** Recounts the totals from the rows and records them with the kind, snapshot date (and its basis) and source. */
 export function writeMeta(
   db: TrialsDatabase,
-  fields: { kind: DatasetMeta["kind"]; snapshotDate: string; source: string },
+  fields: {
+    kind: DatasetMeta["kind"];
+    snapshotDate: string;
+    snapshotDateBasis: SnapshotDateBasis;
+    source: string;
+  },
   provenance: ProvenanceMeta = {},
 ): DatasetMeta {
   const totals = countTotals(db);
@@ -279,6 +288,7 @@ export function writeMeta(
   db.transaction(() => {
     upsert.run("kind", meta.kind);
     upsert.run("snapshot_date", meta.snapshotDate);
+    upsert.run("snapshot_date_basis", meta.snapshotDateBasis);
     upsert.run("studies", String(meta.studies));
     upsert.run("endpoints", String(meta.endpoints));
     upsert.run("measurements", String(meta.measurements));
@@ -289,10 +299,38 @@ export function writeMeta(
   return meta;
 }
 
-/** The latest "last update posted" date among the loaded studies: what a folder of records is a snapshot of. */
-export function latestUpdatePosted(db: TrialsDatabase): string | null {
-  const row = db.prepare("SELECT max(last_update_posted) AS day FROM studies").get() as {
-    day: string | null;
-  };
-  return sortableDate(row.day);
+/**
+ * What the dataset's "as of" date is based on (meta.snapshot_date_basis):
+ *  - record-as-of: the newest registry copy among the records (their versionHolder);
+ *  - last-update-posted: records without a registry copy date: the newest version posted, a lower bound;
+ *  - ingest-start: an API ingest: the day it started reading the registry;
+ *  - ingest-clock: records with neither date: the day they were loaded.
+ */
+export type SnapshotDateBasis = "record-as-of" | "last-update-posted" | "ingest-start" | "ingest-clock";
+
+/** The oldest and newest registry copy dates among the loaded records (null: none states one). */
+export function recordsAsOf(db: TrialsDatabase): { oldest: string; newest: string } | null {
+  const row = db
+    .prepare("SELECT min(record_as_of) AS oldest, max(record_as_of) AS newest FROM studies")
+    .get() as { oldest: string | null; newest: string | null };
+  return row.oldest && row.newest ? { oldest: row.oldest, newest: row.newest } : null;
+}
+
+/**
+ * The date a folder of records is a snapshot of, read from the records: the newest registry copy.
+ * A record that states no copy date is at least as new as its version (its last update posted), so
+ * that date stands in for it: a record without a copy date never makes the folder look older.
+ */
+export function folderSnapshotDate(db: TrialsDatabase): { date: string; basis: SnapshotDateBasis } | null {
+  const row = db
+    .prepare(
+      `SELECT max(record_as_of) AS copied,
+         max(CASE WHEN record_as_of IS NULL AND last_update_posted GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+           THEN last_update_posted END) AS undated
+       FROM studies`,
+    )
+    .get() as { copied: string | null; undated: string | null };
+  if (row.copied && (!row.undated || row.copied >= row.undated))
+    return { date: row.copied, basis: "record-as-of" };
+  return row.undated ? { date: row.undated, basis: "last-update-posted" } : null;
 }

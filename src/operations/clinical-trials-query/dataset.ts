@@ -3,7 +3,13 @@
  * terms, /openapi.json, /catalog.json, /.well-known/x402, and the `dataset` of every response.
  * Computed from the database when the service starts, never written by hand.
  */
-import { countTotals, readMeta, type TrialsDatabase } from "./database.ts";
+import {
+  countTotals,
+  readMeta,
+  recordsAsOf,
+  type SnapshotDateBasis,
+  type TrialsDatabase,
+} from "./database.ts";
 import { SELECTION_RULES } from "./ingest.ts";
 import type { Dataset } from "./schema.ts";
 
@@ -22,10 +28,19 @@ export function readDataset(db: TrialsDatabase): Dataset {
   } catch {
     ruleCounts = null;
   }
+  const basis: SnapshotDateBasis = isSnapshotDateBasis(meta.snapshot_date_basis)
+    ? meta.snapshot_date_basis
+    : meta.source_url
+      ? "ingest-start"
+      : "last-update-posted";
+  const copies = recordsAsOf(db);
   const partial: Omit<Dataset, "description"> = {
     kind,
     sample: kind !== "full",
     snapshotDate: meta.snapshot_date ?? "1970-01-01",
+    snapshotDateBasis: basis,
+    snapshotDateMeaning: snapshotDateMeaning(basis, copies),
+    recordsAsOf: copies,
     ...countTotals(db),
     source: meta.source ?? "unknown",
     sourceUrl: meta.source_url ? meta.source_url : null,
@@ -37,6 +52,43 @@ export function readDataset(db: TrialsDatabase): Dataset {
   return { ...partial, description: describeDataset(partial) };
 }
 
+const BASES: readonly SnapshotDateBasis[] = [
+  "record-as-of",
+  "last-update-posted",
+  "ingest-start",
+  "ingest-clock",
+];
+const isSnapshotDateBasis = (value: string | undefined): value is SnapshotDateBasis =>
+  BASES.includes(value as SnapshotDateBasis);
+
+/** What `snapshotDate` means for this database, in one sentence. */
+function snapshotDateMeaning(
+  basis: SnapshotDateBasis,
+  copies: { oldest: string; newest: string } | null,
+): string {
+  const each =
+    "each study's recordVersion.asOf is the day of the registry's data its copy reflects" +
+    (copies ? ` (here ${copies.oldest} to ${copies.newest})` : "");
+  switch (basis) {
+    case "record-as-of":
+      return `the newest registry copy among the loaded records (ClinicalTrials.gov versionHolder); ${each}`;
+    case "last-update-posted":
+      return `the newest last update posted among the loaded records that state no registry copy date: those copies are at least this new and may be newer${copies ? `; ${each}` : ""}`;
+    case "ingest-start":
+      return `the day the API ingest started reading the registry: every record is the registry's version of that day or later; ${each}`;
+    case "ingest-clock":
+      return "the day the records were loaded: they state neither a registry copy date nor a last update";
+  }
+}
+
+/** "as of 2024-06-10 (records copied 2023-11-15 to 2024-06-10)", or only the date when the records state no copy dates. */
+function asOf(dataset: Omit<Dataset, "description">): string {
+  const copies = dataset.recordsAsOf;
+  if (!copies) return `as of ${dataset.snapshotDate}`;
+  const range = copies.oldest === copies.newest ? copies.newest : `${copies.oldest} to ${copies.newest}`;
+  return `as of ${dataset.snapshotDate} (registry copies of ${range})`;
+}
+
 /** "the sample of 5 studies (…)", or "38,638 studies … from ClinicalTrials.gov, as of …". */
 export function describeDataset(dataset: Omit<Dataset, "description">): string {
   const size = `${thousands(dataset.studies)} ${dataset.studies === 1 ? "study" : "studies"}`;
@@ -45,7 +97,7 @@ export function describeDataset(dataset: Omit<Dataset, "description">): string {
     const what = dataset.sourceUrl
       ? `an unfinished ingest from ${dataset.sourceUrl}`
       : "a sample loaded from a folder of study records, not the full index";
-    return `a sample of ${size} (${counts}; ${what}), as of ${dataset.snapshotDate}`;
+    return `a sample of ${size} (${counts}; ${what}), ${asOf(dataset)}`;
   }
   const selected = dataset.selectionRule
     ? ` with results ${SELECTION_RULES[dataset.selectionRule].describe}`
@@ -53,7 +105,7 @@ export function describeDataset(dataset: Omit<Dataset, "description">): string {
   const from = dataset.registry
     ? "ClinicalTrials.gov"
     : `${dataset.sourceUrl ?? "an unknown source"} (not the ClinicalTrials.gov registry)`;
-  return `${size}${selected} (${counts}), a complete ingest of ${from} as of ${dataset.snapshotDate}`;
+  return `${size}${selected} (${counts}), a complete ingest of ${from} ${asOf(dataset)}`;
 }
 
 /** The operation's summary and description for the loaded database. */
@@ -69,6 +121,7 @@ export function describeOperation(dataset: Dataset): { summary: string; descript
       "analysed per group, measurements and their comments, units and analyses (estimate, dispersion, " +
       'confidence interval and its sides, p-values parsed from text such as "<0.001", raw text kept), ' +
       "adverse-event totals per group and the registry link. Pages of up to 50 with an opaque `nextCursor`. " +
-      "Every response carries the dataset's kind, totals, source and snapshot date, counted from the loaded database.",
+      "Every item carries its record's version (the registry's copy date and last update); every response the dataset's " +
+      "kind, totals, source and snapshot date (what the date means is stated), counted from the loaded database.",
   };
 }

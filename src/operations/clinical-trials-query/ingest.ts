@@ -7,7 +7,7 @@ import path from "node:path";
 import { retry } from "../retry.ts";
 import {
   type DatasetMeta,
-  latestUpdatePosted,
+  folderSnapshotDate,
   type ProvenanceMeta,
   StudyWriter,
   type TrialsDatabase,
@@ -123,11 +123,16 @@ export function ingestFromDirectory(
     // The records are now mixed with whatever an unfinished API run left: that run can no longer complete as "full".
     db.prepare("DELETE FROM ingest_state").run();
   })();
+  const dated = folderSnapshotDate(db) ?? {
+    date: isoDay((options.now ?? (() => new Date()))()),
+    basis: "ingest-clock" as const,
+  };
   const meta = writeMeta(
     db,
     {
       kind: "sample",
-      snapshotDate: latestUpdatePosted(db) ?? isoDay((options.now ?? (() => new Date()))()),
+      snapshotDate: dated.date,
+      snapshotDateBasis: dated.basis,
       source: `folder of ClinicalTrials.gov API v2 study records (${path.basename(path.resolve(dir))})`,
     },
     {
@@ -405,6 +410,7 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
       {
         kind: run.status === "complete" ? "full" : "sample",
         snapshotDate,
+        snapshotDateBasis: "ingest-start",
         source: run.status === "complete" ? source : `${source}; unfinished: ${run.pages} pages so far`,
       },
       apiProvenance(options, run),

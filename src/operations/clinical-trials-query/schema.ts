@@ -228,6 +228,25 @@ const TrialSummarySchema = z
       })
       .nullable(),
     sourceUrl: z.url(),
+    recordVersion: z
+      .strictObject({
+        asOf: isoDate.nullable().meta({
+          description:
+            "The day of the registry's data this copy of the record reflects (derivedSection.miscInfoModule.versionHolder); null when the record does not state it.",
+        }),
+        lastUpdatePosted: isoDate.nullable().meta({
+          description:
+            "When the registry posted this version of the record (statusModule.lastUpdatePostDateStruct): the version the summary was built from.",
+        }),
+        lastUpdateSubmitted: isoDate.nullable().meta({
+          description: "When the sponsor submitted this version (statusModule.lastUpdateSubmitDate).",
+        }),
+      })
+      .meta({
+        id: "ClinicalTrialsRecordVersion",
+        description:
+          "Which version of the registry record was ingested: a later version on clinicaltrials.gov (a newer lastUpdatePosted) may differ.",
+      }),
   })
   .meta({ id: "TrialSummary" });
 
@@ -235,7 +254,20 @@ export const DatasetSchema = z
   .strictObject({
     kind: z.enum(["sample", "full"]),
     sample: z.boolean().meta({ description: "True unless a complete API ingest is loaded." }),
-    snapshotDate: isoDate,
+    snapshotDate: isoDate.meta({
+      description: "What the loaded data is as of; snapshotDateMeaning says what it is based on.",
+    }),
+    snapshotDateBasis: z.enum(["record-as-of", "last-update-posted", "ingest-start", "ingest-clock"]).meta({
+      description:
+        "record-as-of: the newest registry copy date among the records; last-update-posted: records without copy dates, their newest last update (a lower bound); ingest-start: the day an API ingest started reading the registry; ingest-clock: the day undated records were loaded.",
+    }),
+    snapshotDateMeaning: z
+      .string()
+      .meta({ description: "What snapshotDate means for this dataset, in one sentence." }),
+    recordsAsOf: z.strictObject({ oldest: isoDate, newest: isoDate }).nullable().meta({
+      description:
+        "The oldest and newest registry copy dates (recordVersion.asOf) among the loaded records; null when no record states one.",
+    }),
     studies: z.int().min(0),
     endpoints: z.int().min(0),
     measurements: z.int().min(0),

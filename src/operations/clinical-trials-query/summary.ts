@@ -89,6 +89,7 @@ export interface StudyRecord {
       completionDateStruct?: DateStruct;
       primaryCompletionDateStruct?: DateStruct;
       lastUpdatePostDateStruct?: DateStruct;
+      lastUpdateSubmitDate?: string;
       resultsFirstPostDateStruct?: DateStruct;
     };
     sponsorCollaboratorsModule?: {
@@ -103,6 +104,8 @@ export interface StudyRecord {
     outcomeMeasuresModule?: { outcomeMeasures?: OutcomeMeasure[] };
     adverseEventsModule?: { eventGroups?: EventGroup[] };
   };
+  /** `versionHolder`: the day of the registry's data the API served this copy from. */
+  derivedSection?: { miscInfoModule?: { versionHolder?: string } };
 }
 
 export interface ParsedPValue {
@@ -255,6 +258,33 @@ export interface TrialSummary {
   otherOutcomes: Outcome[];
   adverseEvents: { groups: AdverseEventGroup[] } | null;
   sourceUrl: string;
+  recordVersion: RecordVersion;
+}
+
+/**
+ * Which version of the registry record a summary was built from. The registry keeps every posted
+ * version of a record; `lastUpdatePosted` names the one copied, `asOf` the day the copy reflects.
+ */
+export interface RecordVersion {
+  /** derivedSection.miscInfoModule.versionHolder: the record as ClinicalTrials.gov held it on this day. */
+  asOf: string | null;
+  /** statusModule.lastUpdatePostDateStruct.date: when the registry posted this version of the record. */
+  lastUpdatePosted: string | null;
+  /** statusModule.lastUpdateSubmitDate: when the sponsor submitted this version. */
+  lastUpdateSubmitted: string | null;
+}
+
+/** The registry writes these as whole days; anything else is not a version date and is not guessed at. */
+const day = (value: string | undefined) =>
+  value !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(value) ? value : null;
+
+export function recordVersionOf(study: StudyRecord): RecordVersion {
+  const status = study.protocolSection?.statusModule;
+  return {
+    asOf: day(study.derivedSection?.miscInfoModule?.versionHolder),
+    lastUpdatePosted: day(status?.lastUpdatePostDateStruct?.date),
+    lastUpdateSubmitted: day(status?.lastUpdateSubmitDate),
+  };
 }
 
 const text = (value: string | undefined | null) => (value === undefined || value === null ? null : value);
@@ -323,6 +353,7 @@ export function summarizeStudy(study: StudyRecord): TrialSummary {
         }
       : null,
     sourceUrl: `https://clinicaltrials.gov/study/${nctId}`,
+    recordVersion: recordVersionOf(study),
   };
 }
 
