@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CsvParser, parseCsvRows } from "../lib/csv.mjs";
+import { InputDecoder } from "../lib/text.mjs";
 
 const SEED = Number(process.env.CSV_KIT_SEED ?? Math.floor(Math.random() * 2 ** 32));
 const CASES = Number(process.env.CSV_KIT_CASES ?? 3000);
@@ -46,6 +47,17 @@ export function generateCase(next, delimiter = ",") {
   return { rows, text, delimiter };
 }
 
+/** assert.deepEqual on what `read` returns, naming the case also when `read` throws. */
+function expectRows(read, rows, where) {
+  let actual;
+  try {
+    actual = read();
+  } catch (error) {
+    assert.fail(`${error.message}: ${where}`);
+  }
+  assert.deepEqual(actual, rows, where);
+}
+
 /** The rows of `text` pushed in the given pieces. */
 function parsePieces(pieces, delimiter) {
   const rows = [];
@@ -75,14 +87,13 @@ test(`generated CSV read in pieces of any size gives the rows it was written fro
     const delimiter = next() < 0.8 ? "," : ";";
     const { rows, text } = generateCase(next, delimiter);
     const where = `case ${n} of seed ${SEED}: ${JSON.stringify(text)}`;
-    assert.deepEqual(parseCsvRows(text, { delimiter }), rows, `one piece, ${where}`);
+    expectRows(() => parseCsvRows(text, { delimiter }), rows, `one piece, ${where}`);
     const pieces = randomPieces(text, next);
-    assert.deepEqual(parsePieces(pieces, delimiter), rows, `pieces ${JSON.stringify(pieces)}, ${where}`);
-    assert.deepEqual(parsePieces(text.split(""), delimiter), rows, `one UTF-16 unit at a time, ${where}`);
+    expectRows(() => parsePieces(pieces, delimiter), rows, `pieces ${JSON.stringify(pieces)}, ${where}`);
+    expectRows(() => parsePieces(text.split(""), delimiter), rows, `one UTF-16 unit at a time, ${where}`);
     if (text.length <= 40) {
       for (let cut = 1; cut < text.length; cut++) {
-        const two = [text.slice(0, cut), text.slice(cut)];
-        assert.deepEqual(parsePieces(two, delimiter), rows, `cut at ${cut}, ${where}`);
+        expectRows(() => parsePieces([text.slice(0, cut), text.slice(cut)], delimiter), rows, `cut at ${cut}, ${where}`);
       }
     }
   }
@@ -90,4 +101,42 @@ test(`generated CSV read in pieces of any size gives the rows it was written fro
 
 test("the issue's case: a quoted field that is not the first of its record, cut in two", () => {
   assert.deepEqual(parsePieces(['a,b,c\r\n1,2,"he', 'llo"\r\n'], ","), [["a", "b", "c"], ["1", "2", "hello"]]);
+});
+
+/** The rows of `bytes` cut at the given offsets, decoded as a file is (InputDecoder) and parsed. */
+function parseBytes(bytes, cuts, delimiter) {
+  const rows = [];
+  const decoder = new InputDecoder();
+  const parser = new CsvParser({ delimiter, onRow: (cells) => rows.push(cells) });
+  let at = 0;
+  for (const cut of [...cuts, bytes.length]) {
+    parser.push(decoder.write(bytes.subarray(at, cut)));
+    at = cut;
+  }
+  parser.push(decoder.end());
+  parser.end();
+  return rows;
+}
+
+/** UTF-16 with a byte order mark, little- or big-endian. */
+function utf16(text, bigEndian) {
+  const bytes = Buffer.from(`\ufeff${text.replace(/^\ufeff/, "")}`, "utf16le");
+  return bigEndian ? bytes.swap16() : bytes;
+}
+
+test(`generated CSV as UTF-8 and UTF-16 bytes cut anywhere (inside a character, a BOM, a pair) gives its rows (seed ${SEED})`, () => {
+  const next = random(SEED ^ 0x5eed);
+  const cases = Math.ceil(CASES / 3);
+  for (let n = 1; n <= cases; n++) {
+    const { rows, text } = generateCase(next);
+    const encoding = ["utf-8", "utf-8", "utf-16le", "utf-16be"][Math.floor(next() * 4)];
+    const bytes = encoding === "utf-8" ? Buffer.from(text) : utf16(text, encoding === "utf-16be");
+    const where = `byte case ${n} of seed ${SEED} (${encoding}): ${JSON.stringify(text)}`;
+    const cuts = [];
+    if (next() < 0.25) for (let at = 1; at < bytes.length; at++) cuts.push(at);
+    else for (let at = 0; at < bytes.length; ) cuts.push((at += 1 + Math.floor(next() * 9)));
+    const inside = cuts.filter((at) => at < bytes.length);
+    expectRows(() => parseBytes(bytes, inside, ","), rows, `cuts ${inside.join(" ")}, ${where}`);
+    if (bytes.length <= 48) for (let cut = 1; cut < bytes.length; cut++) expectRows(() => parseBytes(bytes, [cut], ","), rows, `cut at byte ${cut}, ${where}`);
+  }
 });
