@@ -5,7 +5,7 @@
 //   quoted    N rows (default 2,000,000) of the same contacts, every name quoted as Python's csv
 //             module writes it: a comma, doubled quotes, a CRLF inside, 2-, 3- and 4-byte UTF-8
 //   wide      500 columns × N rows (default 20,000), most columns with a distinct value per row
-// usage: node bench/bench.mjs [contacts|quoted|wide|all] [rows] [--heap-mb 256] [--keep] [--markdown]
+// usage: node bench/bench.mjs [contacts|quoted|wide|all] [rows] [--heap-mb 256 (0: node's default)] [--keep] [--markdown]
 // Each script runs once in its own process with a heap limit (V8's --max-old-space-size); one JSON
 // line per run: seconds, CPU seconds, rows/s, MB/s, peak RSS, and whether the result is the one the
 // generated file must give (`correct`). --markdown also prints the README's table. Exit 1 when a run
@@ -18,8 +18,8 @@ import path from "node:path";
 const root = path.resolve(import.meta.dirname, "..");
 const argv = process.argv.slice(2);
 const shapeArg = argv.find((a) => /^(contacts|quoted|wide|all)$/.test(a)) ?? "contacts";
-const rowsArg = argv.find((a) => /^\d+$/.test(a));
 const heapAt = argv.indexOf("--heap-mb");
+const rowsArg = argv.find((a, i) => /^\d+$/.test(a) && (heapAt === -1 || i !== heapAt + 1));
 const heapMb = heapAt === -1 ? 256 : Number(argv[heapAt + 1]);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "csv-kit-bench-"));
 
@@ -100,7 +100,8 @@ for (const name of shapeArg === "all" ? Object.keys(shapes) : [shapeArg]) {
   const bytes = fs.statSync(shape.file).size;
   for (const [run, script, args, check] of runs(shape)) {
     const started = process.hrtime.bigint();
-    const child = spawnSync(process.execPath, [`--max-old-space-size=${heapMb}`, path.join(root, "bench/measure.mjs"), path.join(root, script), ...args], {
+    const heapFlag = heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+    const child = spawnSync(process.execPath, [...heapFlag, path.join(root, "bench/measure.mjs"), path.join(root, script), ...args], {
       cwd: root,
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe", "pipe"],
@@ -123,7 +124,7 @@ for (const name of shapeArg === "all" ? Object.keys(shapes) : [shapeArg]) {
       seconds: Math.round(seconds * 100) / 100,
       rowsPerSecond: Math.round(shape.rows / seconds),
       mbPerSecond: Math.round((bytes / 1e6 / seconds) * 10) / 10,
-      heapLimitMb: heapMb,
+      heapLimitMb: heapMb > 0 ? heapMb : "node's default",
       ...memory,
     };
     if (!correct) result.output = `${child.stdout.slice(0, 2000)}\n${child.stderr.slice(-2000)}`.trim();

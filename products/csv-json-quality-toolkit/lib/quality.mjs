@@ -144,11 +144,11 @@ export const HEAVY_HITTERS = 1_000;
  * What the value counts of all the columns of one profile may take together, in bytes as estimated
  * by valueCost: a wide file shares it between its columns instead of multiplying it by them.
  */
-export const VALUE_BUDGET_BYTES = 64 * 2 ** 20;
+export const VALUE_BUDGET_BYTES = 24 * 2 ** 20;
 /** What the HyperLogLog registers of all columns may take together (precision falls for very wide files). */
 const ESTIMATE_BUDGET_BYTES = 16 * 2 ** 20;
 /** Heap bytes one counted value costs: its characters (two bytes at worst), the string and Map entry overhead. */
-const valueCost = (key) => 2 * key.length + 80;
+const valueCost = (key) => 2 * key.length + 96;
 
 /**
  * The memory the value counts of a profile's columns share. While the counts take more than
@@ -241,10 +241,13 @@ export class ColumnProfile {
   }
 
   #track(key, count) {
+    // A copy: a cell sliced from a read of the file would keep the whole read (a megabyte) alive.
+    if (key.length >= 13) key = ` ${key}`.slice(1);
     const cost = valueCost(key);
     this.counts.set(key, count);
     this.bytes += cost;
     this.budget.used += cost;
+    if (this.budget.used > this.budget.limit) this.budget.relieve();
   }
 
   #untrack(key) {
@@ -261,8 +264,7 @@ export class ColumnProfile {
       if (seen !== undefined) counts.set(key, seen + 1);
       else {
         this.#track(key, 1);
-        if (counts.size > this.exactLimit) this.estimateFromNowOn();
-        else if (this.budget.used > this.budget.limit) this.budget.relieve();
+        if (this.exact && this.counts.size > this.exactLimit) this.estimateFromNowOn();
       }
       return;
     }
@@ -354,6 +356,8 @@ export function createProfiler(columns = [], { top = 5, exactLimit, valueBudgetB
       rows++;
     },
     result: () => ({ rows, columns: [...profiles.values()].map((profile) => profile.result({ top })) }),
+    /** What the value counts take (valueCost bytes): at most the budget, whatever the columns. */
+    valueBytes: () => budget.used,
   };
 }
 
