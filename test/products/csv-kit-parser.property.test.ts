@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { parse } from "csv-parse/sync";
@@ -30,6 +32,13 @@ const { CsvParser } = (await import(pathToFileURL(path.join(KIT, "lib/csv.mjs"))
 };
 const { InputDecoder } = (await import(pathToFileURL(path.join(KIT, "lib/text.mjs")).href)) as {
   InputDecoder: InputDecoderClass;
+};
+const { readRows } = (await import(pathToFileURL(path.join(KIT, "lib/rows.mjs")).href)) as {
+  readRows: (
+    file: string,
+    visit: (record: Record<string, string>) => void,
+    options: { progress: { quiet: boolean } },
+  ) => Promise<{ rows: number; problemCount: number; columns: string[] }>;
 };
 
 const SEED = Number(process.env.CSV_PROPERTY_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -195,4 +204,43 @@ describe(`the CSV kit's streaming reader (seed ${SEED}, ${RUNS} generated files)
       expect(fromPython[i], `Python's csv on ${JSON.stringify(c.text)} (seed ${SEED})`).toEqual(c.rows);
     });
   }, 120_000);
+
+  it.runIf(python)(
+    "reads a 7 MB file Python's csv module wrote (every field quoted, read 1 MiB at a time) as Python reads it back",
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "csv-kit-python-"));
+      try {
+        const file = path.join(dir, "written-by-python.csv");
+        const script = [
+          "import csv, json, random, sys",
+          "random.seed(int(sys.argv[2]))",
+          "pieces = ['a', 'b', ',', ';', '\"', '\\r\\n', '\\n', ' ', 'é', '€', '😀', '名', 'Doe, Jane']",
+          "rows = [['id', 'name', 'note', 'city']]",
+          "for i in range(150000):",
+          "    rows.append([str(i)] + [''.join(random.choice(pieces) for _ in range(random.randint(0, 8))) for _ in range(3)])",
+          "with open(sys.argv[1], 'w', newline='', encoding='utf-8') as f:",
+          "    csv.writer(f, quoting=csv.QUOTE_ALL).writerows(rows)",
+          "with open(sys.argv[1], newline='', encoding='utf-8') as f:",
+          "    print(json.dumps(list(csv.reader(f))))",
+        ].join("\n");
+        const written = spawnSync("python3", ["-c", script, file, String(SEED)], {
+          encoding: "utf8",
+          maxBuffer: 256 << 20,
+        });
+        expect(written.status, written.stderr).toBe(0);
+        const [header, ...expected] = JSON.parse(written.stdout) as Row[];
+        expect(fs.statSync(file).size).toBeGreaterThan(6 << 20);
+        const rows: Row[] = [];
+        const read = await readRows(file, (record) => rows.push(Object.values(record)), {
+          progress: { quiet: true },
+        });
+        expect(read.problemCount).toBe(0);
+        expect(read.columns).toEqual(header);
+        expect(rows).toEqual(expected);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
 });
