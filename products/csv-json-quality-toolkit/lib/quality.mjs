@@ -490,8 +490,15 @@ export class KeyIndex {
 
   /** The index stored for `key`, or undefined after storing `index` for it. */
   firstOrAdd(key, index) {
-    if (this.#scratch.length < key.length * 3) this.#scratch = Buffer.alloc(key.length * 3);
-    const length = this.#scratch.write(key, 0);
+    if (this.#scratch.length < key.length * 3 + 1) this.#scratch = Buffer.alloc(key.length * 3 + 1);
+    // UTF-8 would turn every lone surrogate into U+FFFD (two keys into one): those keys are stored
+    // as UTF-16 after a 0xFF byte, which no UTF-8 holds.
+    let length;
+    if (key.isWellFormed()) length = this.#scratch.write(key, 0);
+    else {
+      this.#scratch[0] = 0xff;
+      length = 1 + this.#scratch.write(key, 1, "utf16le");
+    }
     const hash = hash32(key, this.#seed);
     const mask = this.#capacity - 1;
     let slot = hash & mask;
