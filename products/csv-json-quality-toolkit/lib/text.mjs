@@ -8,7 +8,7 @@
 const SNIFF_BYTES = 512;
 
 /** What the first bytes say: an encoding, or a reason to refuse. */
-export function sniffEncoding(head) {
+function sniffEncoding(head) {
   const b = (i) => head[i];
   if (head.length >= 4 && ((b(0) === 0xff && b(1) === 0xfe && b(2) === 0 && b(3) === 0) || (b(0) === 0 && b(1) === 0 && b(2) === 0xfe && b(3) === 0xff))) {
     return { refuse: "UTF-32 text (by its byte order mark): save it as UTF-8" };
@@ -30,7 +30,7 @@ export function sniffEncoding(head) {
 }
 
 /** The offset of the first byte that does not belong to well-formed UTF-8 (RFC 3629), or -1. */
-export function firstInvalidUtf8(bytes) {
+function firstInvalidUtf8(bytes) {
   for (let i = 0; i < bytes.length; ) {
     const b = bytes[i];
     let need;

@@ -25,7 +25,7 @@ function random(seed) {
 const PIECES = ["a", "b", "1", ",", ";", '"', '""', "\r", "\n", "\r\n", " ", "\t", "é", "€", "𝄞", "😀", "\ufeff", "x y"];
 
 /** A generated case: rows (no ragged row) and the CSV text that holds them. */
-export function generateCase(next, delimiter = ",") {
+function generateCase(next, delimiter = ",") {
   const pick = (list) => list[Math.floor(next() * list.length)];
   const columns = 1 + Math.floor(next() * 5);
   const rows = Array.from({ length: 1 + Math.floor(next() * 6) }, () =>
@@ -67,9 +67,9 @@ function parsePieces(pieces, delimiter) {
   return rows;
 }
 
-/** Random cut points (some cases in one-character pieces), at least one cut. */
+/** Pieces cut at random points (some cases one code point at a time). */
 function randomPieces(text, next) {
-  if (next() < 0.2) return [...text].length === text.length ? text.split("") : Array.from(text, (c) => c);
+  if (next() < 0.2) return Array.from(text);
   const pieces = [];
   let at = 0;
   while (at < text.length) {
