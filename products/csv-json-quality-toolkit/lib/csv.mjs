@@ -9,7 +9,7 @@ export const DETECTED_DELIMITERS = [",", ";", "\t", "|"];
 export function delimiterFromName(name) {
   const named = { tab: "\t", "\\t": "\t", semicolon: ";", comma: ",", pipe: "|" }[String(name).toLowerCase()];
   if (named) return named;
-  return typeof name === "string" && [...name].length === 1 && !/["\r\n]/.test(name) ? name : undefined;
+  return typeof name === "string" && name.length === 1 && !/["\r\n]/.test(name) ? name : undefined;
 }
 
 /**
@@ -34,119 +34,113 @@ const LF = 10;
 const CR = 13;
 const QUOTE = 34;
 
+// Where the parser is between two characters. Kept across pushes, so a piece may end anywhere: inside
+// a quoted field, between the two quotes of an escaped one, between CR and LF.
+const FIELD_START = 0;
+const UNQUOTED = 1;
+const QUOTED = 2;
+const QUOTE_IN_QUOTED = 3; // a quote inside a quoted field: the next character says closing or escaped
+const AFTER_QUOTED = 4; // text after a closing quote, kept as it stands (lenient) up to the delimiter
+
 /**
- * A streaming CSV parser. `push(text)` as often as needed, then `end()`. `onRow(cells, row)` gets
- * each record's fields and its 1-based ordinal (the header is row 1). An empty line is a record of
- * one empty field. An unterminated quoted field at the end throws.
+ * A streaming CSV parser. `push(text)` as often as needed, in pieces cut anywhere, then `end()`.
+ * `onRow(cells, row)` gets each record's fields and its 1-based ordinal (the header is row 1). An
+ * empty line is a record of one empty field. An unterminated quoted field at the end throws.
  */
 export class CsvParser {
-  #pending = "";
+  #cells = [];
+  #field = "";
+  #state = FIELD_START;
+  #afterCr = false; // the last piece ended with a CR line end: an LF first in the next one belongs to it
   #row = 0;
   #started = false;
   constructor({ delimiter = ",", onRow }) {
-    if ([...delimiter].length !== 1) throw new Error(`a delimiter is one character, not "${delimiter}"`);
+    if (typeof delimiter !== "string" || delimiter.length !== 1) throw new Error(`a delimiter is one character, not "${delimiter}"`);
     this.delimiter = delimiter;
     this.delimiterCode = delimiter.charCodeAt(0);
     this.onRow = onRow;
   }
 
   push(text) {
-    if (!this.#started && text.length > 0) {
+    if (text.length === 0) return;
+    let i = 0;
+    if (!this.#started) {
       this.#started = true;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      if (text.charCodeAt(0) === 0xfeff) i = 1;
     }
-    this.#pending = this.#pending.length > 0 ? this.#pending + text : text;
-    this.#parse(false);
+    if (this.#afterCr) {
+      this.#afterCr = false;
+      if (text.charCodeAt(i) === LF) i++;
+    }
+    this.#scan(text, i);
   }
 
   end() {
-    this.#parse(true);
-    this.#pending = "";
+    if (this.#state === QUOTED) throw new Error(`unterminated quoted field in row ${this.#row + 1}`);
+    // Nothing is pending right after a line end (or in an empty input); otherwise the last record
+    // has no line end, and a delimiter just before the end leaves one empty field.
+    if (this.#state !== FIELD_START || this.#cells.length > 0) {
+      this.#cells.push(this.#field);
+      this.#emit();
+    }
+    this.#state = FIELD_START;
+    this.#field = "";
   }
 
-  /** Parses every complete record of the pending text; keeps an incomplete last one for the next push. */
-  #parse(final) {
-    const text = this.#pending;
+  #scan(text, from) {
     const length = text.length;
     const delimiter = this.delimiterCode;
-    let i = 0;
-    records: while (i < length) {
-      const recordStart = i;
-      const cells = [];
-      for (;;) {
-        // One field, starting at i.
-        let value;
+    let i = from;
+    while (i < length) {
+      const state = this.#state;
+      if (state === FIELD_START) {
         if (text.charCodeAt(i) === QUOTE) {
-          let from = i + 1;
-          value = "";
-          for (;;) {
-            const close = text.indexOf('"', from);
-            if (close === -1 || (close === length - 1 && !final)) {
-              if (!final) break records; // the rest arrives with the next push
-              throw new Error(`unterminated quoted field in row ${this.#row + 1}`);
-            }
-            if (text.charCodeAt(close + 1) === QUOTE) {
-              value += `${text.slice(from, close)}"`;
-              from = close + 2;
-            } else {
-              value += text.slice(from, close);
-              i = close + 1;
-              break;
-            }
-          }
-          // Text after the closing quote, up to the delimiter, is kept as it stands (lenient).
-          const rest = i;
-          while (i < length) {
-            const c = text.charCodeAt(i);
-            if (c === delimiter || c === LF || c === CR) break;
-            i++;
-          }
-          if (i > rest) value += text.slice(rest, i);
-        } else {
-          const start = i;
-          while (i < length) {
-            const c = text.charCodeAt(i);
-            if (c === delimiter || c === LF || c === CR) break;
-            i++;
-          }
-          value = text.slice(start, i);
-        }
-        if (i >= length) {
-          if (!final) {
-            i = recordStart;
-            break records;
-          }
-          cells.push(value);
-          this.#emit(cells);
-          i = length;
-          break records;
-        }
-        const c = text.charCodeAt(i);
-        cells.push(value);
-        if (c === delimiter) {
+          this.#state = QUOTED;
           i++;
-          if (i >= length && final) {
-            cells.push("");
-            this.#emit(cells);
-            break records;
-          }
-          continue;
+        } else this.#state = UNQUOTED;
+      } else if (state === QUOTED) {
+        const close = text.indexOf('"', i);
+        if (close === -1) {
+          this.#field += text.slice(i);
+          return;
         }
-        // A line end: CRLF needs to see the next character.
-        if (c === CR && i + 1 >= length && !final) {
-          i = recordStart;
-          break records;
+        if (close > i) this.#field += text.slice(i, close);
+        this.#state = QUOTE_IN_QUOTED;
+        i = close + 1;
+      } else if (state === QUOTE_IN_QUOTED) {
+        if (text.charCodeAt(i) === QUOTE) {
+          this.#field += '"';
+          this.#state = QUOTED;
+          i++;
+        } else this.#state = AFTER_QUOTED;
+      } else {
+        // UNQUOTED or AFTER_QUOTED: text up to the delimiter or a line end.
+        let end = i;
+        let c = 0;
+        while (end < length) {
+          c = text.charCodeAt(end);
+          if (c === delimiter || c === LF || c === CR) break;
+          end++;
         }
-        i += c === CR && text.charCodeAt(i + 1) === LF ? 2 : 1;
-        this.#emit(cells);
-        continue records;
+        if (end > i) this.#field += text.slice(i, end);
+        if (end === length) return;
+        this.#cells.push(this.#field);
+        this.#field = "";
+        this.#state = FIELD_START;
+        i = end + 1;
+        if (c === delimiter) continue;
+        this.#emit();
+        if (c === CR) {
+          if (i === length) this.#afterCr = true;
+          else if (text.charCodeAt(i) === LF) i++;
+        }
       }
     }
-    this.#pending = i >= length ? "" : text.slice(i);
-    if (final && this.#pending.length > 0) throw new Error(`unterminated quoted field in row ${this.#row + 1}`);
   }
 
-  #emit(cells) {
+  #emit() {
+    const cells = this.#cells;
+    this.#cells = [];
     this.#row++;
     this.onRow(cells, this.#row);
   }

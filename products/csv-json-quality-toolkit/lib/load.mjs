@@ -1,12 +1,13 @@
 // In-memory helpers for small files and for code that imports the kit (the scripts stream: see rows.mjs).
 import fs from "node:fs";
 import { parseCsv, detectDelimiter, toCsv } from "./csv.mjs";
+import { decodeInput } from "./text.mjs";
 
 export { EXIT, parseCliArgs, UsageError, DataError } from "./cli.mjs";
 
 /** Reads rows from .csv/.tsv (delimiter detected unless given), .json (an array) or .jsonl/.ndjson, whole. */
 export function loadRows(file, { delimiter } = {}) {
-  const text = fs.readFileSync(file, "utf8");
+  const text = decodeInput(fs.readFileSync(file));
   if (/\.(csv|tsv|tab|txt)$/i.test(file)) {
     const chosen = delimiter ?? (/\.(tsv|tab)$/i.test(file) ? "\t" : detectDelimiter(text));
     const { records, columns, problems } = parseCsv(text, { delimiter: chosen });

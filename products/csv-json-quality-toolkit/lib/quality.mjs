@@ -93,9 +93,9 @@ export const kindOf = (value) => {
 
 const round = (n) => Math.round(n * 1e6) / 1e6;
 
-/** A 32-bit hash of a string (FNV-1a, then murmur3's finaliser so every bit is mixed). */
-function hash32(text) {
-  let h = 0x811c9dc5;
+/** A 32-bit hash of a string (FNV-1a from `seed`, then murmur3's finaliser so every bit is mixed). */
+function hash32(text, seed = 0) {
+  let h = 0x811c9dc5 ^ seed;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
@@ -108,13 +108,17 @@ function hash32(text) {
   return h >>> 0;
 }
 
-/** HyperLogLog with 2^14 registers (16 KB): distinct counts within about 1% in fixed memory. */
+/** HyperLogLog with 2^precision registers (one byte each): distinct counts in fixed memory, within about 1.04/√registers. */
 class DistinctEstimate {
-  registers = new Uint8Array(1 << 14);
+  constructor(precision = 14) {
+    this.precision = precision;
+    this.registers = new Uint8Array(1 << precision);
+  }
   add(text) {
+    const p = this.precision;
     const h = hash32(text);
-    const index = h >>> 18;
-    const rank = Math.min(Math.clz32((h << 14) | (1 << 13)) + 1, 19);
+    const index = h >>> (32 - p);
+    const rank = Math.min(Math.clz32((h << p) | (1 << (p - 1))) + 1, 33 - p);
     if (rank > this.registers[index]) this.registers[index] = rank;
   }
   estimate() {
@@ -136,18 +140,58 @@ class DistinctEstimate {
 export const EXACT_DISTINCT_LIMIT = 20_000;
 /** Values a column's heavy-hitter summary tracks once its distinct values are estimated. */
 export const HEAVY_HITTERS = 1_000;
+/**
+ * What the value counts of all the columns of one profile may take together, in bytes as estimated
+ * by valueCost: a wide file shares it between its columns instead of multiplying it by them.
+ */
+export const VALUE_BUDGET_BYTES = 24 * 2 ** 20;
+/** What the HyperLogLog registers of all columns may take together (precision falls for very wide files). */
+const ESTIMATE_BUDGET_BYTES = 16 * 2 ** 20;
+/** Heap bytes one counted value costs: its characters (two bytes at worst), the string and Map entry overhead. */
+const valueCost = (key) => 2 * key.length + 96;
+
+/**
+ * The memory the value counts of a profile's columns share. While the counts take more than
+ * `limit`, the column with the largest exact counts is switched to an estimate (and a summary
+ * that keeps at most its share, `summaryBytes()`), so columns with few values stay exact.
+ */
+class ValueBudget {
+  used = 0;
+  profiles = [];
+  constructor(limit = VALUE_BUDGET_BYTES) {
+    this.limit = limit;
+  }
+  /** One column's share of half the budget, for its summary once estimated. */
+  summaryBytes() {
+    return Math.floor(this.limit / 2 / Math.max(1, this.profiles.length));
+  }
+  /** HyperLogLog precision such that every column's registers fit ESTIMATE_BUDGET_BYTES (4 to 14). */
+  precision() {
+    return Math.max(4, Math.min(14, Math.floor(Math.log2(ESTIMATE_BUDGET_BYTES / Math.max(1, this.profiles.length)))));
+  }
+  relieve() {
+    while (this.used > this.limit) {
+      let largest;
+      for (const profile of this.profiles) if (profile.exact && (!largest || profile.bytes > largest.bytes)) largest = profile;
+      if (!largest) return;
+      largest.estimateFromNowOn();
+    }
+  }
+}
 
 /**
  * One column's profile, fed one value at a time in bounded memory: exact counts while the column
- * has at most `exactLimit` distinct values; past that, the distinct count is a HyperLogLog estimate
- * (`distinctExact: false`, `unique: null`) and the top values are the heavy hitters of a
- * Misra-Gries summary of HEAVY_HITTERS values (`topExact: false`; their counts are lower bounds).
+ * has at most `exactLimit` distinct values and the profile's value budget holds; past that, the
+ * distinct count is a HyperLogLog estimate (`distinctExact: false`, `unique: null`) and the top
+ * values are the heavy hitters of a Misra-Gries summary of at most HEAVY_HITTERS values
+ * (`topExact: false`; their counts are lower bounds).
  */
 export class ColumnProfile {
   filled = 0;
   blank = 0;
   kinds = {};
   counts = new Map();
+  bytes = 0; // valueCost of the counted values
   exact = true;
   estimate;
   numeric = 0;
@@ -157,10 +201,12 @@ export class ColumnProfile {
   minLength = Number.POSITIVE_INFINITY;
   maxLength = 0;
   untrimmed = 0;
-  constructor(name, { exactLimit = EXACT_DISTINCT_LIMIT, summarySize = Math.min(HEAVY_HITTERS, exactLimit) } = {}) {
+  constructor(name, { exactLimit = EXACT_DISTINCT_LIMIT, summarySize = Math.min(HEAVY_HITTERS, exactLimit), budget = new ValueBudget() } = {}) {
     this.name = name;
     this.exactLimit = exactLimit;
     this.summarySize = summarySize;
+    this.budget = budget;
+    budget.profiles.push(this);
   }
 
   add(value) {
@@ -187,36 +233,72 @@ export class ColumnProfile {
     if (length > this.maxLength) this.maxLength = length;
   }
 
+  /** `count` blank values at once (a column that appears late was blank in every earlier row). */
+  addBlanks(count) {
+    if (count === 0) return;
+    this.blank += count;
+    this.kinds.blank = (this.kinds.blank ?? 0) + count;
+  }
+
+  #track(key, count) {
+    // A copy: a cell sliced from a read of the file would keep the whole read (a megabyte) alive.
+    if (key.length >= 13) key = ` ${key}`.slice(1);
+    const cost = valueCost(key);
+    this.counts.set(key, count);
+    this.bytes += cost;
+    this.budget.used += cost;
+    if (this.budget.used > this.budget.limit) this.budget.relieve();
+  }
+
+  #untrack(key) {
+    const cost = valueCost(key);
+    this.counts.delete(key);
+    this.bytes -= cost;
+    this.budget.used -= cost;
+  }
+
   #count(key) {
     const counts = this.counts;
     const seen = counts.get(key);
     if (this.exact) {
-      counts.set(key, (seen ?? 0) + 1);
-      if (counts.size > this.exactLimit) {
-        this.exact = false;
-        this.estimate = new DistinctEstimate();
-        for (const known of counts.keys()) this.estimate.add(known);
-        // Keep the most frequent values so far as the start of the summary.
-        const kept = [...counts].sort((a, b) => b[1] - a[1]).slice(0, this.summarySize);
-        this.counts = new Map(kept);
+      if (seen !== undefined) counts.set(key, seen + 1);
+      else {
+        this.#track(key, 1);
+        if (this.exact && this.counts.size > this.exactLimit) this.estimateFromNowOn();
       }
       return;
     }
     this.estimate.add(key);
     if (seen !== undefined) counts.set(key, seen + 1);
-    else if (counts.size < this.summarySize) counts.set(key, 1);
+    else if (counts.size < this.summarySize && this.bytes + valueCost(key) <= this.budget.summaryBytes()) this.#track(key, 1);
     else {
       // Misra-Gries: a new value when the summary is full takes one from every tracked value.
       for (const [tracked, count] of counts) {
-        if (count <= 1) counts.delete(tracked);
+        if (count <= 1) this.#untrack(tracked);
         else counts.set(tracked, count - 1);
       }
     }
   }
 
+  /** Switches from exact counts to an estimate and a summary of the most frequent values so far. */
+  estimateFromNowOn() {
+    if (!this.exact) return;
+    this.exact = false;
+    this.distinctWhenExact = this.counts.size;
+    this.estimate = new DistinctEstimate(this.budget.precision());
+    for (const known of this.counts.keys()) this.estimate.add(known);
+    const sorted = [...this.counts].sort((a, b) => b[1] - a[1]);
+    for (const [key] of sorted) this.#untrack(key);
+    const room = this.budget.summaryBytes();
+    for (const [key, count] of sorted) {
+      if (this.counts.size >= this.summarySize || this.bytes + valueCost(key) > room) break;
+      this.#track(key, count);
+    }
+  }
+
   result({ top = 5 } = {}) {
     const values = this.filled + this.blank;
-    const distinct = this.exact ? this.counts.size : Math.max(this.estimate.estimate(), this.exactLimit);
+    const distinct = this.exact ? this.counts.size : Math.max(this.estimate.estimate(), this.distinctWhenExact);
     return {
       name: this.name,
       filled: this.filled,
@@ -252,15 +334,13 @@ function topOf(counts, top) {
 }
 
 /** Profiles rows as they stream: `add(row)`, then `result()`. Columns may be added as they appear. */
-export function createProfiler(columns = [], { top = 5, exactLimit } = {}) {
+export function createProfiler(columns = [], { top = 5, exactLimit, valueBudgetBytes } = {}) {
   const profiles = new Map();
+  const budget = new ValueBudget(valueBudgetBytes);
   let rows = 0;
   const column = (name) => {
     if (!profiles.has(name)) {
-      const profile = new ColumnProfile(name, { exactLimit });
-      // A column that appears late was blank in every earlier row.
-      for (let i = 0; i < rows; i++) profile.add(undefined);
-      profiles.set(name, profile);
+      profiles.set(name, new ColumnProfile(name, { exactLimit, budget }));
     }
     return profiles.get(name);
   };
@@ -269,11 +349,20 @@ export function createProfiler(columns = [], { top = 5, exactLimit } = {}) {
     addColumns(names) {
       for (const name of names) column(name);
     },
+    // Only the row's own values are visited (a sparse JSON row with 3 of 100,000 known columns costs
+    // 3, not 100,000); a column a row does not have is counted blank when the result is asked for.
     add(row) {
-      for (const [name, profile] of profiles) profile.add(row?.[name]);
+      if (row !== null && typeof row === "object") {
+        for (const name in row) profiles.get(name)?.add(row[name]);
+      }
       rows++;
     },
-    result: () => ({ rows, columns: [...profiles.values()].map((profile) => profile.result({ top })) }),
+    result() {
+      for (const profile of profiles.values()) profile.addBlanks(rows - profile.filled - profile.blank);
+      return { rows, columns: [...profiles.values()].map((profile) => profile.result({ top })) };
+    },
+    /** What the value counts take (valueCost bytes): at most the budget, whatever the columns. */
+    valueBytes: () => budget.used,
   };
 }
 
@@ -379,20 +468,106 @@ export function keyOf(row, keyColumns, { caseInsensitive = true } = {}) {
   );
 }
 
+/** Bytes of one piece of KeyIndex's key store (a longer key gets a piece of its own). */
+const KEY_PIECE_BYTES = 1 << 24;
+
+/**
+ * Text keys → the first row index that had each, in 16 bytes per slot (23 to 46 bytes per key)
+ * plus each key's UTF-8 bytes (a Map of strings takes about 100 bytes per short key). Keys are compared byte for byte,
+ * so two different keys are never taken for one; the 32-bit hash that places them is seeded per
+ * run, so no file can be made to collide on purpose.
+ */
+export class KeyIndex {
+  #seed = (Math.random() * 2 ** 32) >>> 0;
+  #capacity = 1 << 10;
+  #hashes = new Uint32Array(this.#capacity);
+  #refs = new Uint32Array(this.#capacity); // piece * KEY_PIECE_BYTES + offset (256 pieces: 4 GB of keys)
+  #lengths = new Uint32Array(this.#capacity);
+  #firsts = new Uint32Array(this.#capacity); // the first row index + 1; 0: an empty slot
+  #size = 0;
+  #pieces = [Buffer.alloc(KEY_PIECE_BYTES)];
+  #used = 0; // bytes used in the last piece
+  #scratch = Buffer.alloc(1024);
+
+  get size() {
+    return this.#size;
+  }
+
+  /** The index stored for `key`, or undefined after storing `index` for it. */
+  firstOrAdd(key, index) {
+    if (this.#scratch.length < key.length * 3 + 1) this.#scratch = Buffer.alloc(key.length * 3 + 1);
+    // UTF-8 would turn every lone surrogate into U+FFFD (two keys into one): those keys are stored
+    // as UTF-16 after a 0xFF byte, which no UTF-8 holds.
+    let length;
+    if (key.isWellFormed()) length = this.#scratch.write(key, 0);
+    else {
+      this.#scratch[0] = 0xff;
+      length = 1 + this.#scratch.write(key, 1, "utf16le");
+    }
+    const hash = hash32(key, this.#seed);
+    const mask = this.#capacity - 1;
+    let slot = hash & mask;
+    while (this.#firsts[slot] !== 0) {
+      if (this.#hashes[slot] === hash && this.#lengths[slot] === length && this.#equals(slot, length)) return this.#firsts[slot] - 1;
+      slot = (slot + 1) & mask;
+    }
+    this.#hashes[slot] = hash;
+    this.#lengths[slot] = length;
+    this.#refs[slot] = this.#store(length);
+    this.#firsts[slot] = index + 1;
+    if (++this.#size > this.#capacity * 0.7) this.#grow();
+    return undefined;
+  }
+
+  #equals(slot, length) {
+    const ref = this.#refs[slot];
+    const piece = this.#pieces[Math.floor(ref / KEY_PIECE_BYTES)];
+    const offset = ref % KEY_PIECE_BYTES;
+    return this.#scratch.compare(piece, offset, offset + length, 0, length) === 0;
+  }
+
+  /** Copies the scratch key into the store; its reference. */
+  #store(length) {
+    if (length > KEY_PIECE_BYTES - this.#used) {
+      if (this.#pieces.length >= 2 ** 32 / KEY_PIECE_BYTES) throw new Error("more than 4 GB of distinct keys");
+      this.#pieces.push(Buffer.alloc(Math.max(KEY_PIECE_BYTES, length)));
+      this.#used = 0;
+    }
+    const ref = (this.#pieces.length - 1) * KEY_PIECE_BYTES + this.#used;
+    this.#scratch.copy(this.#pieces[this.#pieces.length - 1], this.#used, 0, length);
+    // A key longer than a piece fills its own; the next key starts a new one.
+    this.#used = length > KEY_PIECE_BYTES ? KEY_PIECE_BYTES : this.#used + length;
+    return ref;
+  }
+
+  #grow() {
+    const old = { hashes: this.#hashes, refs: this.#refs, lengths: this.#lengths, firsts: this.#firsts };
+    this.#capacity *= 2;
+    this.#hashes = new Uint32Array(this.#capacity);
+    this.#refs = new Uint32Array(this.#capacity);
+    this.#lengths = new Uint32Array(this.#capacity);
+    this.#firsts = new Uint32Array(this.#capacity);
+    const mask = this.#capacity - 1;
+    for (let i = 0; i < old.firsts.length; i++) {
+      if (old.firsts[i] === 0) continue;
+      let slot = old.hashes[i] & mask;
+      while (this.#firsts[slot] !== 0) slot = (slot + 1) & mask;
+      this.#hashes[slot] = old.hashes[i];
+      this.#refs[slot] = old.refs[i];
+      this.#lengths[slot] = old.lengths[i];
+      this.#firsts[slot] = old.firsts[i];
+    }
+  }
+}
+
 /**
  * Finds duplicates as rows stream: `add(row, index)` returns the index of the first row with the
- * same key, or undefined. Memory: one entry per distinct key.
+ * same key, or undefined. Memory: one entry per distinct key (KeyIndex: 23 to 46 bytes and the key's bytes).
  */
 export function createDeduper(keyColumns, { caseInsensitive = true } = {}) {
-  const seen = new Map();
+  const seen = new KeyIndex();
   return {
-    add(row, index) {
-      const key = keyOf(row, keyColumns, { caseInsensitive });
-      const first = seen.get(key);
-      if (first !== undefined) return first;
-      seen.set(key, index);
-      return undefined;
-    },
+    add: (row, index) => seen.firstOrAdd(keyOf(row, keyColumns, { caseInsensitive }), index),
   };
 }
 

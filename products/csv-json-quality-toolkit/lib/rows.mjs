@@ -1,9 +1,12 @@
 // Streaming rows in and out of CSV/TSV, JSONL/NDJSON and JSON arrays: one pass, bounded memory.
 import fs from "node:fs";
-import { StringDecoder } from "node:string_decoder";
 import { DataError, UsageError } from "./cli.mjs";
 import { CsvParser, csvLine, delimiterFromName, detectDelimiter } from "./csv.mjs";
 import { progressReporter } from "./progress.mjs";
+import { InputDecoder } from "./text.mjs";
+
+/** Text held back to detect the delimiter when the header line is longer than one read. */
+const DETECTION_CHARS = 1 << 16;
 
 /** Parse problems listed in a report (all are counted). */
 export const MAX_LISTED_PROBLEMS = 100;
@@ -48,11 +51,12 @@ export function readJsonFile(file, what) {
 
 /**
  * Streams the rows of a data file to `visit(record, index)` (index from 0). Returns
- * `{ format, delimiter, rows, columns, problems, problemCount }`: CSV columns are the header, JSON
+ * `{ format, encoding, delimiter, rows, columns, problems, problemCount }`: CSV columns are the header, JSON
  * columns every key in first-seen order. A ragged CSV row or a JSON line that does not parse is a
  * problem (listed up to MAX_LISTED_PROBLEMS, all counted); with `strict` (for scripts that rewrite
  * the data) a duplicate column name or a ragged row throws a DataError instead, since a value
- * would be lost. `onColumns(columns, delimiter)` is called once the CSV header is read.
+ * would be lost. `onColumns(columns, delimiter)` is called once the CSV header is read. The bytes
+ * are decoded by InputDecoder (UTF-8 or UTF-16; anything else, or an empty file, is a DataError).
  */
 export async function readRows(file, visit, { delimiter, strict = false, progress = {}, label = "read", onColumns } = {}) {
   const format = formatOf(file);
@@ -101,16 +105,26 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
       for (let j = 0; j < header.length; j++) record[header[j]] = cells[j] ?? "";
       visit(record, rows++);
     };
-    push = (text) => {
-      if (!csv) {
-        delimiter ??= /\.(tsv|tab)$/i.test(file) ? "\t" : detectDelimiter(text);
-        csv = new CsvParser({ delimiter, onRow });
-      }
+    // The delimiter is detected from the whole header line, however the file was cut into reads.
+    let held = "";
+    const start = (text) => {
+      delimiter ??= /\.(tsv|tab)$/i.test(file) ? "\t" : detectDelimiter(text);
+      csv = new CsvParser({ delimiter, onRow });
       csv.push(text);
     };
+    push = (text) => {
+      if (csv) csv.push(text);
+      else {
+        held += text;
+        if (/[\r\n]/.test(held) || held.length >= DETECTION_CHARS) {
+          start(held);
+          held = "";
+        }
+      }
+    };
     end = () => {
-      if (!csv) return;
       try {
+        if (!csv) start(held);
         csv.end();
       } catch (error) {
         if (error instanceof DataError) throw error;
@@ -134,9 +148,11 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
       visit(record, rows++);
     };
     push = (text) => {
+      // A line longer than one read is searched for its end only in the new text.
+      const searched = pending.length;
       pending += text;
       let start = 0;
-      for (let nl = pending.indexOf("\n"); nl !== -1; nl = pending.indexOf("\n", start)) {
+      for (let nl = pending.indexOf("\n", searched); nl !== -1; nl = pending.indexOf("\n", start)) {
         take(pending.slice(start, nl).replace(/\r$/, ""));
         start = nl + 1;
       }
@@ -161,7 +177,7 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     end = () => splitter.end();
   }
 
-  const decoder = new StringDecoder("utf8");
+  const decoder = new InputDecoder();
   let bytes = 0;
   try {
     for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) {
@@ -170,6 +186,8 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
       report.tick(bytes, rows);
     }
     push(decoder.end());
+    // An empty file has no header and no rows: nothing was checked, which must not pass as clean.
+    if (decoder.characters === 0) throw new DataError(`${file} is empty (${bytes === 0 ? "0 bytes" : "only a byte order mark"}): there is nothing to check`);
     end();
   } catch (error) {
     if (error instanceof DataError || error instanceof UsageError) throw error;
@@ -177,7 +195,7 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     throw new DataError(`${file}: ${error.message}`);
   }
   report.done(rows);
-  return { format, delimiter, rows, columns, problems, problemCount };
+  return { format, encoding: decoder.encoding, delimiter, rows, columns, problems, problemCount };
 }
 
 /**

@@ -39,7 +39,7 @@ await runCli(async () => {
   );
   const { rows, columns } = profiler.result();
   const delimiter = read.delimiter ? { delimiter: read.delimiter } : {};
-  const report = { file, format: read.format, ...delimiter, rows, columns, parseProblems: read.problems, parseProblemCount: read.problemCount };
+  const report = { file, format: read.format, encoding: read.encoding, ...delimiter, rows, columns, parseProblems: read.problems, parseProblemCount: read.problemCount };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   return EXIT.PASS;
 });

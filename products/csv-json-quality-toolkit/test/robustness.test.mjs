@@ -128,3 +128,42 @@ test("normalise keeps the input's delimiter when writing CSV", () => {
   assert.equal(run("scripts/normalise.mjs", [input, "--out", out]).status, 0);
   assert.deepEqual(parseCsv(fs.readFileSync(out, "utf8"), { delimiter: ";" }).records, [{ a: "x", b: "y" }]);
 });
+
+test("UTF-16 (LE or BE, with or without a BOM) is decoded, not read as NUL-filled text", () => {
+  const text = "name,city\nZoë,Zürich\n😀,\"a,b\"\n";
+  const le = Buffer.from(text, "utf16le");
+  const be = Buffer.from(le).swap16();
+  const bom = (bytes, mark) => Buffer.concat([Buffer.from(mark), bytes]);
+  for (const [label, bytes] of [["LE+BOM", bom(le, [0xff, 0xfe])], ["BE+BOM", bom(be, [0xfe, 0xff])], ["LE", le], ["BE", be]]) {
+    const { status, json, stderr } = run("scripts/profile.mjs", [tempFile("u16.csv", bytes)]);
+    assert.equal(status, 0, `${label}: ${stderr}`);
+    assert.deepEqual(json.columns.map((c) => c.name), ["name", "city"], label);
+    assert.deepEqual(json.columns[1].top.map((t) => t.value).sort(), ["Zürich", "a,b"], label);
+    assert.equal(json.encoding, label.startsWith("LE") ? "utf-16le" : "utf-16be", label);
+  }
+});
+
+test("an empty file, a BOM alone, UTF-32, Latin-1 and NUL bytes are refused (exit 1) with one line saying why", () => {
+  const cases = [
+    ["empty.csv", "", /empty \(0 bytes\)/],
+    ["bom.csv", Buffer.from([0xef, 0xbb, 0xbf]), /only a byte order mark/],
+    ["empty.jsonl", "", /empty/],
+    ["u32.csv", Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), Buffer.from("a\0\0\0\n\0\0\0")]), /UTF-32/],
+    ["latin1.csv", Buffer.from("name\ncaf\xe9\n", "latin1"), /not valid UTF-8 \(byte 8 is 0xe9\)/],
+    ["nul.csv", "a,b\n1,\0\n", /NUL character \(character 7\)/],
+  ];
+  for (const [name, content, message] of cases) {
+    const file = tempFile(name, content);
+    for (const [script, args] of [
+      ["scripts/profile.mjs", []],
+      ["scripts/validate.mjs", ["--schema", "schemas/contacts.schema.json"]],
+      ["gates/quality-gate.mjs", ["--gate", "schemas/contacts.gate.json"]],
+      ["scripts/normalise.mjs", ["--out", tempFile("out.csv")]],
+    ]) {
+      const { status, stderr } = run(script, [file, ...args]);
+      assert.equal(status, 1, `${script} ${name}: ${stderr}`);
+      assert.equal(oneLine(stderr).length, 1, stderr);
+      assert.match(stderr, message, `${script} ${name}`);
+    }
+  }
+});
