@@ -22,7 +22,6 @@ import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./h
 import { type HealthListener, startHealthListener } from "./http/health-listener.ts";
 import { x402HttpAnswers } from "./http/x402-answers.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
-import { McpSessions } from "./mcp/sessions.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend, type PaymentBackend } from "./payments/facilitator/facilitator.ts";
 import { PaymentGate } from "./payments/resource-server/gate.ts";
@@ -110,7 +109,6 @@ export async function startService(
       operations,
       started,
     );
-    const mcpSessions = openMcpSessions(start);
     const metrics = new Metrics({ jobs: store.jobs });
     settlementJournal.registerMetrics(metrics.registry);
     const payments = startPayments(
@@ -144,7 +142,6 @@ export async function startService(
       log,
       readiness,
       isShuttingDown,
-      mcpSessions,
     });
     // The probes' own listener first: a port in use stops the start before the public port opens.
     const health = await openHealthListener(start, app);
@@ -350,13 +347,6 @@ async function describeOperations(
     llmsTxt: buildLlmsTxt(described, FREE_ROUTES, config.baseUrl),
   };
   return { termsById, documents };
-}
-
-/** The MCP endpoint's sessions (closed after the payments stop, before the operations close). */
-function openMcpSessions({ config, clock, shutdown }: StartContext): McpSessions {
-  const sessions = new McpSessions(config.mcp, clock);
-  shutdown.push("MCP sessions", () => sessions.close());
-  return sessions;
 }
 
 interface Payments {
