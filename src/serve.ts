@@ -28,7 +28,7 @@ import { PaymentGate } from "./payments/resource-server/gate.ts";
 import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
-import { buildPaymentTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
+import { buildRouteTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
 import { createAuthorizationChecker } from "./payments/settler/authorization-state.ts";
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
@@ -328,10 +328,7 @@ async function describeOperations(
     const own = started.get(operation.id)?.describe;
     return own ? { ...operation, ...own } : operation;
   });
-  const termsById = new Map<string, PaymentTerms>();
-  for (const operation of described) {
-    termsById.set(operation.id, await buildPaymentTerms(operation, settings, config.baseUrl, resourceServer));
-  }
+  const termsById = await buildRouteTerms(described, settings, config.baseUrl, resourceServer);
   const documents = {
     openapi: buildOpenApiDocument(described, FREE_ROUTES, termsById, config.baseUrl),
     catalog: buildCatalogDocument(
