@@ -3,13 +3,13 @@ import { x402ResourceServer } from "@x402/core/server";
 import type { PaymentPayload } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { describe, expect, it } from "vitest";
-import type { AnyOperation } from "../../catalog/operation.ts";
-import { atomicPrice } from "../../catalog/price.ts";
-import { OPERATIONS } from "../../catalog/registry.ts";
-import { loadConfig } from "../../config.ts";
-import { toolTerms } from "../../mcp/tool-terms.ts";
-import { identifyPayment } from "./payment-identity.ts";
-import { buildRouteTerms, type PaymentTerms } from "./terms.ts";
+import type { AnyOperation } from "../../src/catalog/operation.ts";
+import { atomicPrice } from "../../src/catalog/price.ts";
+import { OPERATIONS } from "../../src/catalog/registry.ts";
+import { loadConfig } from "../../src/config.ts";
+import { toolTerms } from "../../src/mcp/tool-terms.ts";
+import { identifyPayment } from "../../src/payments/resource-server/payment-identity.ts";
+import { buildRouteTerms, type PaymentTerms } from "../../src/payments/resource-server/terms.ts";
 
 /*
  * Issue 33, item 4, as a class: for every two routes sold at the same price, a payment quoted for one is
