@@ -18,7 +18,6 @@ import { respond } from "./http/response-headers.ts";
 import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
 import { FINAL_JOB_STATES } from "./jobs/queue.ts";
 import { mountMcp } from "./mcp/mcp-door.ts";
-import { type McpSessions, SESSION_HEADER } from "./mcp/sessions.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   PAYMENT_REQUIRED_HEADER,
@@ -61,8 +60,6 @@ export interface AppServices {
   readiness: () => Promise<Readiness>;
   isShuttingDown: () => boolean;
   now?: () => Date;
-  /** The MCP endpoint's sessions; absent: no /mcp. */
-  mcpSessions?: McpSessions;
 }
 
 type Env = { Variables: RequestVariables };
@@ -167,7 +164,7 @@ export function buildApp(services: AppServices): App {
   addJobStatus(app, services);
   addFreeRoutes(app, services);
   addPaidRoutes(app, services);
-  if (services.mcpSessions) mountMcp(app, services, services.mcpSessions);
+  mountMcp(app, services);
   addWrongMethodAnswers(app, services);
   answerErrors(app, services);
   return app;
@@ -181,7 +178,6 @@ function useRequestContext(app: App, { log, metrics }: AppServices): void {
     X_PAYMENT_RESPONSE_HEADER,
     "x-request-id",
     "retry-after",
-    SESSION_HEADER,
     ...DOWNLOAD_RESPONSE_HEADERS,
   ]);
   app.use("*", requestContext({ log, metrics, headers: corsHeaders }));

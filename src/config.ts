@@ -97,9 +97,6 @@ const SERVICE_VARIABLES = {
   HTTP_HEADERS_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(600_000)).default(10_000),
   HTTP_REQUEST_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(3_600_000)).default(120_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(600_000)).default(5000),
-  // The MCP endpoint's sessions (src/mcp/sessions.ts): at most this many at once, each closed after this long idle.
-  MCP_MAX_SESSIONS: optional(z.coerce.number().int().min(1).max(100_000)).default(1000),
-  MCP_SESSION_IDLE_SECONDS: optional(z.coerce.number().int().min(10).max(86_400)).default(300),
   TRUSTED_PROXIES: optional(
     z.string().transform((value, context) =>
       value
@@ -197,8 +194,6 @@ export interface Config extends OperationSettings {
     /** Peers whose X-Forwarded-For is believed: addresses or CIDR subnets. */
     trustedProxies: string[];
   };
-  /** The MCP endpoint's sessions: how many at once, and how long one may sit idle before it is closed. */
-  mcp: { maxSessions: number; sessionIdleMs: number };
 }
 
 export class ConfigError extends Error {
@@ -369,6 +364,5 @@ function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyo
       keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       trustedProxies: e.TRUSTED_PROXIES,
     },
-    mcp: { maxSessions: e.MCP_MAX_SESSIONS, sessionIdleMs: e.MCP_SESSION_IDLE_SECONDS * 1000 },
   };
 }

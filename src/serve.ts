@@ -22,14 +22,13 @@ import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./h
 import { type HealthListener, startHealthListener } from "./http/health-listener.ts";
 import { x402HttpAnswers } from "./http/x402-answers.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
-import { McpSessions } from "./mcp/sessions.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend, type PaymentBackend } from "./payments/facilitator/facilitator.ts";
 import { PaymentGate } from "./payments/resource-server/gate.ts";
 import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
-import { buildPaymentTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
+import { buildRouteTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
 import { createAuthorizationChecker } from "./payments/settler/authorization-state.ts";
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
@@ -110,7 +109,6 @@ export async function startService(
       operations,
       started,
     );
-    const mcpSessions = openMcpSessions(start);
     const metrics = new Metrics({ jobs: store.jobs });
     settlementJournal.registerMetrics(metrics.registry);
     const payments = startPayments(
@@ -144,7 +142,6 @@ export async function startService(
       log,
       readiness,
       isShuttingDown,
-      mcpSessions,
     });
     // The probes' own listener first: a port in use stops the start before the public port opens.
     const health = await openHealthListener(start, app);
@@ -331,10 +328,7 @@ async function describeOperations(
     const own = started.get(operation.id)?.describe;
     return own ? { ...operation, ...own } : operation;
   });
-  const termsById = new Map<string, PaymentTerms>();
-  for (const operation of described) {
-    termsById.set(operation.id, await buildPaymentTerms(operation, settings, config.baseUrl, resourceServer));
-  }
+  const termsById = await buildRouteTerms(described, settings, config.baseUrl, resourceServer);
   const documents = {
     openapi: buildOpenApiDocument(described, FREE_ROUTES, termsById, config.baseUrl),
     catalog: buildCatalogDocument(
@@ -350,13 +344,6 @@ async function describeOperations(
     llmsTxt: buildLlmsTxt(described, FREE_ROUTES, config.baseUrl),
   };
   return { termsById, documents };
-}
-
-/** The MCP endpoint's sessions (closed after the payments stop, before the operations close). */
-function openMcpSessions({ config, clock, shutdown }: StartContext): McpSessions {
-  const sessions = new McpSessions(config.mcp, clock);
-  shutdown.push("MCP sessions", () => sessions.close());
-  return sessions;
 }
 
 interface Payments {

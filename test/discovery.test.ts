@@ -65,8 +65,14 @@ describe("discovery documents agree with the registry", () => {
     asset: BASE_USDC_ADDRESS,
     amount: atomicPrice(operation),
     payTo: service.payTo,
-    // A job's payment is held until its result is ready: its authorization must outlive the job.
-    maxTimeoutSeconds: operation.kind === "async" ? 1800 : 120,
+    // A job's payment is held until its result is ready: its authorization must outlive the job. Routes at
+    // the same price are 2 s apart, in path order, so that a payment names the one it was quoted for.
+    maxTimeoutSeconds:
+      (operation.kind === "async" ? 1800 : 120) +
+      2 *
+        [...new Set(OPERATIONS.filter((other) => other.priceUsd === operation.priceUsd).map((o) => o.path))]
+          .sort()
+          .indexOf(operation.path),
     extra: { name: "USD Coin", version: "2" },
   });
 

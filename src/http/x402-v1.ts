@@ -8,6 +8,7 @@ import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import type { PaymentRequirementsV1, SettleResponseV1 } from "@x402/core/types/v1";
 import { EVM_NETWORK_CHAIN_ID_MAP, getEvmChainIdV1 } from "@x402/evm/v1";
 import { PAYMENT_RESPONSE_HEADER, X_PAYMENT_HEADER, X_PAYMENT_RESPONSE_HEADER } from "../payments/headers.ts";
+import { paymentBoundsProblem } from "../payments/resource-server/payload-bounds.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import type { StoredOutcome } from "../store/store.ts";
 
@@ -85,6 +86,8 @@ export function decodeV1Payment(
   } catch {
     return { unreadable: `${X_PAYMENT_HEADER} is not a base64-encoded x402 payment` };
   }
+  const problem = paymentBoundsProblem(raw);
+  if (problem !== undefined) return { unreadable: `${X_PAYMENT_HEADER} is refused unread: ${problem}` };
   const parsed = PaymentPayloadV1Schema.safeParse(raw);
   if (!parsed.success) {
     const where = parsed.error.issues[0]?.path.join(".") || "payment";

@@ -57,5 +57,6 @@ export function toolTerms(operation: AnyOperation, route: PaymentTerms): Payment
     header: encodePaymentRequiredHeader(paymentRequired),
     discovery,
     alsoNamed: [route.paymentRequired.resource.url],
+    siblings: route.siblings,
   };
 }

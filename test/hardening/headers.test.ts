@@ -20,6 +20,7 @@ import { MAX_REASON_LENGTH, shortReason } from "../../src/payments/resource-serv
 import {
   bazaarDeclaration,
   buildPaymentTerms,
+  buildRouteTerms,
   MAX_PAYMENT_REQUIRED_BYTES,
   type PaymentTerms,
 } from "../../src/payments/resource-server/terms.ts";
@@ -37,11 +38,7 @@ async function allTerms() {
     .register(config.payment.network, new ExactEvmScheme())
     .registerExtension(bazaarResourceServerExtension);
   const settings = { ...config.payment, payTo: devAccount(1).address };
-  const terms = new Map<string, PaymentTerms>();
-  for (const operation of OPERATIONS) {
-    terms.set(operation.id, await buildPaymentTerms(operation, settings, BASE_URL, server));
-  }
-  return terms;
+  return buildRouteTerms(OPERATIONS, settings, BASE_URL, server);
 }
 
 /** A 402 as the service sends it, for the official client to read. */

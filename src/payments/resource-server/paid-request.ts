@@ -3,16 +3,22 @@ import type { Logger } from "pino";
 import type { AnyOperation, OperationResult, StartedOperation } from "../../catalog/operation.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentState, StoredOutcome } from "../../store/store.ts";
+import { paymentBoundsProblem } from "./payload-bounds.ts";
 import { paymentWithIdentifier } from "./payment-identifier-extension.ts";
 import type { PaymentTerms } from "./terms.ts";
 
 /**
- * A door's decoded payment as the gate takes it: an object, or unreadable (refused with `what` named). JSON
- * that decodes to null, a number, a string or an array is not a payment.
+ * A door's decoded payment as the gate takes it: an object within the payload bounds (payload-bounds.ts),
+ * or unreadable (refused with `what` named). JSON that decodes to null, a number, a string or an array is
+ * not a payment.
  */
 export function asPaymentPayload(value: unknown, what: string): PaymentPayload | { unreadable: string } {
-  if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as PaymentPayload;
-  return { unreadable: `${what} is not an x402 PaymentPayload object` };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { unreadable: `${what} is not an x402 PaymentPayload object` };
+  }
+  const problem = paymentBoundsProblem(value);
+  if (problem !== undefined) return { unreadable: `${what} is refused unread: ${problem}` };
+  return value as PaymentPayload;
 }
 
 /**

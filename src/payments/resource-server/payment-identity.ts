@@ -4,6 +4,7 @@ import { z } from "zod";
 import { canonicalJson } from "../../canonical-json.ts";
 import type { PaymentRecord } from "../../store/store.ts";
 import type { PaidRequest } from "./paid-request.ts";
+import { type PaymentTerms, V1_CLIENT_VALID_AFTER_LEAD_SECONDS } from "./terms.ts";
 
 const hex = (bytes?: number) =>
   z
@@ -75,24 +76,28 @@ export function identifyPayment(
   if (payment?.x402Version !== 2) {
     return { reason: "invalid_x402_version", message: "only x402 version 2 payment payloads are accepted" };
   }
-  const requirements =
-    typeof payment.accepted === "object" && payment.accepted !== null ? match(payment) : undefined;
-  if (!requirements) {
-    const { network, asset, amount, payTo } = terms.requirements;
-    return {
-      reason: "payment_terms_mismatch",
-      message: `the payment does not match this route's terms (exact scheme, ${network}, asset ${asset}, amount ${amount}, payTo ${payTo})`,
-    };
-  }
   // A payment names the resource it was signed for (x402 v2 echoes the 402's `resource`): it pays for
   // that operation only, not for another one that happens to cost the same. Another door's name for the
   // same operation will do (its HTTP route, its MCP tool): a payment made through one replays through the other.
   const named = payment.resource?.url;
   const names = [terms.paymentRequired.resource.url, ...(terms.alsoNamed ?? [])];
   if (named !== undefined && !names.some((name) => routeOf(name) === routeOf(named))) {
+    const shown =
+      typeof named === "string" && !/^https?:/i.test(named) ? named.slice(0, 200) : routeOf(named);
+    return quotedElsewhere(shown ?? "another resource", operation.path);
+  }
+  const requirements =
+    typeof payment.accepted === "object" && payment.accepted !== null ? match(payment) : undefined;
+  if (!requirements) {
+    // Routes at the same price differ in maxTimeoutSeconds only: `accepted` names the one it was quoted for.
+    const sibling = terms.siblings?.find(
+      (quote) => quote.maxTimeoutSeconds === payment.accepted?.maxTimeoutSeconds,
+    );
+    if (sibling) return quotedElsewhere(sibling.path, operation.path);
+    const { network, asset, amount, payTo, maxTimeoutSeconds } = terms.requirements;
     return {
-      reason: "resource_mismatch",
-      message: `the payment was signed for ${routeOf(named) ?? "another resource"}, not ${operation.path}; sign a payment for this route`,
+      reason: "payment_terms_mismatch",
+      message: `the payment does not match this route's terms (exact scheme, ${network}, asset ${asset}, amount ${amount}, payTo ${payTo}, maxTimeoutSeconds ${maxTimeoutSeconds})`,
     };
   }
   const parsed = Eip3009Payload.safeParse(payment.payload);
@@ -101,6 +106,8 @@ export function identifyPayment(
     return { reason: "invalid_payload", message: `the EIP-3009 payment payload is malformed at ${where}` };
   }
   const { authorization } = parsed.data;
+  const signedFor = signedQuote(authorization, terms);
+  if (signedFor !== undefined) return quotedElsewhere(signedFor, operation.path);
   const paymentKey = [requirements.network, requirements.asset, authorization.from, authorization.nonce]
     .join(":")
     .toLowerCase();
@@ -124,6 +131,31 @@ export function identifyPayment(
     payloadHash: sha256(canonicalJson(parsed.data)),
     requestHash: requestFingerprint(operation.id, request.input),
   };
+}
+
+const quotedElsewhere = (quotedFor: string, path: string): PaymentRejection => ({
+  reason: "resource_mismatch",
+  message: `the payment was signed for ${quotedFor}, not ${path}; sign a payment for this route`,
+});
+
+/**
+ * The route at the same price whose quote the authorization's own signed validity names, if it names
+ * another one than this: an official x402 v1 client signs validAfter = now − 600 and validBefore = now +
+ * maxTimeoutSeconds (+ 1 when a second ticks between its two reads of the clock), and routes at the same
+ * price have distinct maxTimeoutSeconds (terms.ts, routeQuotes). Other clients (the v2 one signs
+ * validAfter 0) name no quote this way.
+ */
+function signedQuote(
+  authorization: Pick<Eip3009["authorization"], "validAfter" | "validBefore">,
+  terms: PaymentTerms,
+): string | undefined {
+  const span = BigInt(authorization.validBefore) - BigInt(authorization.validAfter);
+  const names = (maxTimeoutSeconds: number) => {
+    const lead = span - BigInt(maxTimeoutSeconds + V1_CLIENT_VALID_AFTER_LEAD_SECONDS);
+    return lead === 0n || lead === 1n;
+  };
+  if (names(terms.requirements.maxTimeoutSeconds)) return undefined;
+  return terms.siblings?.find((quote) => names(quote.maxTimeoutSeconds))?.path;
 }
 
 /** The path a resource URL names (the base URL may differ between a proxy's name and the instance's). */

@@ -41,7 +41,64 @@ export interface PaymentTerms {
    * signed for any of them pays for this one too, so that it replays through either door.
    */
   alsoNamed?: readonly string[];
+  /** The other routes sold at the same price: their quotes differ from this one in maxTimeoutSeconds only. */
+  siblings?: readonly SiblingQuote[];
 }
+
+/** A route sold at the same price as another, and the maxTimeoutSeconds that tells its quote apart. */
+export interface SiblingQuote {
+  path: string;
+  maxTimeoutSeconds: number;
+}
+
+/**
+ * What an official x402 v1 client signs beyond maxTimeoutSeconds: validAfter = now − 600 and validBefore =
+ * now + maxTimeoutSeconds, so that validBefore − validAfter is the quote's maxTimeoutSeconds + 600.
+ */
+export const V1_CLIENT_VALID_AFTER_LEAD_SECONDS = 600;
+
+/**
+ * How far apart the maxTimeoutSeconds of routes at the same price are: the x402 v1 client reads the clock
+ * twice (validAfter, then validBefore), so its span is the quote's maxTimeoutSeconds + 600, or + 601 when
+ * a second ticked between the two reads.
+ */
+const QUOTE_STEP_SECONDS = 2;
+
+/**
+ * Each operation's maxTimeoutSeconds and its siblings (the other routes at the same price). Routes at the
+ * same price would otherwise have identical quotes, and nothing in a payment would say which one it was
+ * quoted for: each gets its own maxTimeoutSeconds (the setting, + 2 s per route before it in path order),
+ * which the payment carries in `accepted` (x402 v2, unsigned) and which an official v1 client signs (the
+ * span of the authorization's validity). See docs/payments.md, "What a payment is bound to".
+ */
+export function routeQuotes(
+  operations: readonly AnyOperation[],
+  settings: PaymentSettings,
+): Map<string, { maxTimeoutSeconds: number; siblings: SiblingQuote[] }> {
+  const groups = new Map<string, AnyOperation[]>();
+  for (const operation of operations) {
+    const key = `${atomicPrice(operation)}:${baseTimeout(operation, settings)}`;
+    groups.set(key, [...(groups.get(key) ?? []), operation]);
+  }
+  const quotes = new Map<string, { maxTimeoutSeconds: number; siblings: SiblingQuote[] }>();
+  for (const group of groups.values()) {
+    // The same path (an operation's GET and POST forms) is one route: the resource names it alike.
+    const paths: string[] = [...new Set(group.map((operation) => operation.path))].sort();
+    const timeoutOf = (path: string, operation: AnyOperation) =>
+      baseTimeout(operation, settings) + QUOTE_STEP_SECONDS * paths.indexOf(path);
+    for (const operation of group) {
+      const siblings = group
+        .filter((other) => other.path !== operation.path)
+        .map((other) => ({ path: other.path, maxTimeoutSeconds: timeoutOf(other.path, other) }));
+      const unique = [...new Map(siblings.map((sibling) => [sibling.path, sibling])).values()];
+      quotes.set(operation.id, { maxTimeoutSeconds: timeoutOf(operation.path, operation), siblings: unique });
+    }
+  }
+  return quotes;
+}
+
+const baseTimeout = (operation: AnyOperation, settings: PaymentSettings) =>
+  operation.kind === "async" ? settings.jobMaxTimeoutSeconds : settings.maxTimeoutSeconds;
 
 /**
  * The resource URL under which an operation is sold as an MCP tool: the x402 MCP transport names a tool
@@ -49,15 +106,18 @@ export interface PaymentTerms {
  */
 export const mcpToolResource = (operation: Pick<AnyOperation, "id">) => `mcp://tool/${operation.id}`;
 
-export function paymentRequirements(operation: AnyOperation, settings: PaymentSettings): PaymentRequirements {
+export function paymentRequirements(
+  operation: AnyOperation,
+  settings: PaymentSettings,
+  maxTimeoutSeconds = baseTimeout(operation, settings),
+): PaymentRequirements {
   return {
     scheme: "exact",
     network: settings.network,
     asset: settings.asset,
     amount: atomicPrice(operation),
     payTo: settings.payTo,
-    maxTimeoutSeconds:
-      operation.kind === "async" ? settings.jobMaxTimeoutSeconds : settings.maxTimeoutSeconds,
+    maxTimeoutSeconds,
     // The EIP-712 domain of the token: USDC on Base mainnet is "USD Coin", version "2".
     extra: { name: settings.assetName, version: settings.assetVersion },
   };
@@ -145,13 +205,33 @@ export function compactBazaarDeclaration(operation: AnyOperation): Record<string
   return { bazaar: { ...declared, schema: { ...declared.schema, properties } } };
 }
 
+/** Every operation's terms (routeQuotes tells the quotes of routes at the same price apart), by id. */
+export async function buildRouteTerms(
+  operations: readonly AnyOperation[],
+  settings: PaymentSettings,
+  baseUrl: string,
+  resourceServer: x402ResourceServer,
+): Promise<Map<string, PaymentTerms>> {
+  const quotes = routeQuotes(operations, settings);
+  const terms = new Map<string, PaymentTerms>();
+  for (const operation of operations) {
+    terms.set(
+      operation.id,
+      await buildPaymentTerms(operation, settings, baseUrl, resourceServer, quotes.get(operation.id)),
+    );
+  }
+  return terms;
+}
+
+/** One operation's terms; `quote` is its place among routes at the same price (buildRouteTerms). */
 export async function buildPaymentTerms(
   operation: AnyOperation,
   settings: PaymentSettings,
   baseUrl: string,
   resourceServer: x402ResourceServer,
+  quote?: { maxTimeoutSeconds: number; siblings: SiblingQuote[] },
 ): Promise<PaymentTerms> {
-  const requirements = paymentRequirements(operation, settings);
+  const requirements = paymentRequirements(operation, settings, quote?.maxTimeoutSeconds);
   const url = baseUrl + operation.path;
   // A fixed request context lets the Bazaar extension record the route's method once.
   const context = {
@@ -185,5 +265,12 @@ export async function buildPaymentTerms(
     );
   }
   const discovery = resourceServer.enrichExtensions(bazaarDeclaration(operation), context);
-  return { requirements, paymentRequired, header, discovery, alsoNamed: [mcpToolResource(operation)] };
+  return {
+    requirements,
+    paymentRequired,
+    header,
+    discovery,
+    alsoNamed: [mcpToolResource(operation)],
+    siblings: quote?.siblings ?? [],
+  };
 }
