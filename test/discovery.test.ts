@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import http from "node:http";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { Document, type RulesetDefinition, Spectral } from "@stoplight/spectral-core";
 import SpectralParsers from "@stoplight/spectral-parsers";
@@ -238,12 +239,13 @@ describe("discovery documents agree with the registry", () => {
     for (const [value, valid] of cases) {
       expect(accepts(value), value.join()).toBe(valid);
       if (valid) continue;
-      const response = await fetch(`${service.url}/v1/chain-arbitrage-snapshot`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ venues: value }),
+      // A new connection per call: the Redocly and Spectral tests before this one hold the event loop for
+      // seconds, so a kept-alive connection reaches the server's keep-alive timeout as undici reuses it
+      // (ECONNRESET under load, a race of the test's own process, not of the service).
+      const status = await postStatusOnFreshConnection(`${service.url}/v1/chain-arbitrage-snapshot`, {
+        venues: value,
       });
-      expect(response.status, value.join()).toBe(400);
+      expect(status, value.join()).toBe(400);
     }
   });
 
@@ -294,3 +296,18 @@ describe("discovery documents agree with the registry", () => {
     }
   });
 });
+
+function postStatusOnFreshConnection(url: string, body: unknown): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      { method: "POST", agent: false, headers: { "content-type": "application/json" } },
+      (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+      },
+    );
+    request.on("error", reject);
+    request.end(JSON.stringify(body));
+  });
+}
