@@ -53,7 +53,13 @@ const SRC_TESTS_THAT_START_THINGS = [
  */
 const UNIT_TESTS_THAT_MOCK_MODULES = ["src/operations/json-diff/self-check.test.ts"];
 
-const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: "forks" as const };
+const shared = {
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  pool: "forks" as const,
+  // FC_SEED / FC_PATH replay a generated (fast-check) failure: docs/testing.md.
+  setupFiles: ["test/helpers/fast-check-replay.ts"],
+};
 
 export default defineConfig({
   test: {

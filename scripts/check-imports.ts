@@ -195,11 +195,19 @@ export function formatReport(report: ImportReport, rootName: string): string[] {
   ];
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const rootName = process.argv[2] ?? "src";
+/** The command: prints each problem of `rootName` on `error`, or an all-clear on `log`; returns the exit status. */
+export function runCheck(
+  rootName: string,
+  out: { error(line: string): void; log(line: string): void } = console,
+): number {
   const report = checkImports(path.resolve(rootName));
   const problems = formatReport(report, rootName.replace(/\/+$/, ""));
-  for (const line of problems) console.error(line);
-  if (problems.length > 0) process.exit(1);
-  console.log(`${rootName}: no import loop, no layer violation`);
+  for (const line of problems) out.error(line);
+  if (problems.length > 0) return 1;
+  out.log(`${rootName}: no import loop, no layer violation`);
+  return 0;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = runCheck(process.argv[2] ?? "src");
 }

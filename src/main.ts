@@ -49,7 +49,7 @@ commands:
   ${INGEST_USAGE}
   help     show this text
 
-Configuration comes from the environment; see the README.`;
+Configuration comes from the environment; see docs/configuration.md.`;
 
 async function serveCommand(): Promise<void> {
   const config = loadConfig();

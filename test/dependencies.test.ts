@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { shippedSources } from "../scripts/build.ts";
 import { anvilBinary } from "../src/chain/local-chain.ts";
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -68,13 +69,17 @@ describe("package.json", () => {
   });
 });
 
-/** The packages each file of src/ (tests left out) and bin/ loads, by file: what a production install must hold. */
+/**
+ * The packages each file of src/ that the build ships to dist/ loads (tests and the development-only tsx
+ * shims left out: scripts/build.ts), by file: what a production install must hold.
+ */
 function runtimeImports(): Map<string, Set<string>> {
   const byPackage = new Map<string, Set<string>>();
-  const files = ["src", "bin"].flatMap((dir) => sourceFiles(path.join(root, dir)));
-  const texts = files
-    .filter((file) => !file.endsWith(".test.ts"))
-    .map((file) => ({ file: path.relative(root, file), text: fs.readFileSync(file, "utf8") }));
+  const files = shippedSources().filter((file) => /\.(ts|mts|js|mjs)$/.test(file));
+  const texts = files.map((file) => ({
+    file: path.relative(root, file),
+    text: fs.readFileSync(file, "utf8"),
+  }));
   const note = (name: string, file: string) =>
     byPackage.set(name, (byPackage.get(name) ?? new Set()).add(file));
   for (const { file, text } of texts) {
@@ -116,18 +121,18 @@ function runtimeImports(): Map<string, Set<string>> {
  * it was built with), and only through a dynamic import.
  */
 const BUILD_TIME_MODULES: Record<string, string[]> = {
-  "src/products/unit-conversion-api.ts": ["typescript"],
+  "src/products/unit-conversion-api.ts": ["typescript", "esbuild"],
 };
 
 describe("the production install (npm ci --omit=dev)", () => {
   const imports = runtimeImports();
 
-  it("carries only dependencies the service loads: each one is imported by src/ or bin/", () => {
+  it("carries only dependencies the service loads: each one is imported by what dist/ is built from", () => {
     const unused = Object.keys(manifest.dependencies).filter((name) => !imports.has(name));
     expect(unused).toEqual([]);
   });
 
-  it("holds every package src/ and bin/ load, except the product builder's tools", () => {
+  it("holds every package dist/ loads, except the product builder's tools", () => {
     const missing: string[] = [];
     for (const [name, files] of imports) {
       if (manifest.dependencies[name]) continue;

@@ -67,7 +67,7 @@ const PaymentRequiredSchema = z
       "CAIP-2 network) and pay with PAYMENT-SIGNATURE.",
   });
 
-/** What a product download reads besides its payment: the headers that resume it (README "Product downloads"). */
+/** What a product download reads besides its payment: the headers that resume it (docs/products.md, "Downloads in brief"). */
 const DownloadRequestHeaders = z.object({
   Range: z
     .string()

@@ -1,5 +1,5 @@
 import type { AnyOperation } from "../catalog/operation.ts";
-import { defaultPoolSize, WorkerPool } from "../operations/worker-pool.ts";
+import { defaultPoolSize, WorkerPool, workerModule } from "../operations/worker-pool.ts";
 
 /**
  * JSON bodies up to this size are decoded and checked on the main thread (a few ms at most). Larger
@@ -20,7 +20,7 @@ let pool: WorkerPool<LargeJsonBodyTask, unknown> | undefined;
 export const largeJsonBodyPool = () => {
   pool ??= new WorkerPool<LargeJsonBodyTask, unknown>({
     name: "JSON body",
-    workerUrl: new URL("./json-body-worker-entry.mjs", import.meta.url),
+    workerUrl: workerModule(import.meta.url, "./json-body-worker", "./json-body-worker-entry.mjs"),
     size: defaultPoolSize(),
     maxQueued: 32,
     timeLimitMs: 10_000,

@@ -435,6 +435,16 @@ export class WorkerPool<T, R> {
   }
 }
 
+/**
+ * The module a worker thread starts from, beside the module asking (`from`, its import.meta.url). Built
+ * JavaScript (dist/, production) starts the worker's own compiled module, `<worker>.js`; the TypeScript
+ * sources (development, tests) start `shim`, a plain module that registers the tsx loader first, since
+ * a worker thread does not inherit it.
+ */
+export function workerModule(from: string, worker: string, shim: string): URL {
+  return new URL(from.endsWith(".ts") ? shim : `${worker}.js`, from);
+}
+
 /** Nice value of a worker thread: under contention the event loop (nice 0) gets about 9 times its CPU share. */
 const WORKER_NICE = 10;
 

@@ -29,7 +29,7 @@ export const PRODUCT_SLUGS = [...REPOSITORY_PRODUCTS, CLINICAL_PRODUCT] as const
 export type ProductSlug = (typeof PRODUCT_SLUGS)[number];
 
 /** The licence every archive carries as `LICENSE` unless its sources have their own (docs/products.md). */
-export const PRODUCT_LICENCE = path.join(PROJECT_ROOT, "src/products/LICENSE.txt");
+export const PRODUCT_LICENCE = path.join(import.meta.dirname, "LICENSE.txt");
 /** What the catalog and the archive call the licence. */
 export const PRODUCT_LICENCE_NAME = "utility402 single-organisation licence 1.0";
 /** Archive entries the builder writes itself; a product's sources may not hold them. */
@@ -192,7 +192,8 @@ export function sha256Sums(files: readonly { path: string; sha256: string }[]): 
  * purpose: a false "changed" only costs a rebuild that gives the same bytes.
  */
 function buildInputs(slug: RepositoryProduct, sourcesDir: string): string[] {
-  const builder = ["src/products", "node_modules/yazl/package.json"];
+  // The builder's own modules: src/products from the sources, dist/products in a built install (npm run build).
+  const builder = [path.relative(PROJECT_ROOT, import.meta.dirname), "node_modules/yazl/package.json"];
   const folder = (name: string) => path.join(sourcesDir, name);
   switch (slug) {
     case "csv-json-quality-toolkit":

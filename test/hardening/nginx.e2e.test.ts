@@ -13,6 +13,7 @@ import { OPERATIONS } from "../../src/catalog/registry.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { buildProducts } from "../../src/products/build.ts";
 import { fixturePages, startTedStandIn, type TedStandIn } from "../fixtures/ted/stand-in.ts";
+import { requireTool } from "../helpers/requires.ts";
 import { startTestService, type TestService } from "../helpers/service.ts";
 import { researchEnv, type StandIns, startStandIns } from "../operations/research-brief-standins.ts";
 import { createClinicalDb } from "../products/helpers.ts";
@@ -26,8 +27,7 @@ import { createClinicalDb } from "../products/helpers.ts";
  */
 
 const NGINX = "/usr/sbin/nginx";
-const HAVE_NGINX = fs.existsSync(NGINX);
-const IN_CI = process.env.CI === "true";
+const nginxInstalled = requireTool("nginx", NGINX, "apt-get install nginx-light");
 /** nginx's default proxy_buffer_size: one memory page. */
 const PROXY_BUFFER = 4096;
 const DEPLOY_CONF = path.resolve("deploy/nginx.conf");
@@ -125,166 +125,162 @@ const requestFor = (operation: AnyOperation, base: string): [string, RequestInit
   return [`${base}${operation.path}${query ? `?${query}` : ""}`, { method: operation.method }];
 };
 
-describe.skipIf(!HAVE_NGINX && !IN_CI)(
-  `every paid route through Debian's nginx with deploy/nginx.conf${HAVE_NGINX || IN_CI ? "" : ` (skipped: ${NGINX} is not installed; apt-get install nginx-light, as .ci/run does)`}`,
-  () => {
-    const work = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-nginx-"));
-    let nginx: ChildProcess | undefined;
-    let nginxLog = "";
-    let nginxUrl = "";
-    let service: TestService | undefined;
-    let standIns: StandIns | undefined;
-    let ted: TedStandIn | undefined;
-    const exchanges: Exchange[] = [];
-    let current = "";
-    const recorded = recordingFetch(() => current, exchanges);
-    const client = x402Client.fromConfig({ schemes: [], spendControls: { maxAmountPerPayment: "$100" } });
-    registerExactEvmScheme(client, { signer: privateKeyToAccount(devPrivateKey(6)) });
-    const payingFetch = wrapFetchWithPayment(recorded, client);
+describe.skipIf(nginxInstalled.skip)("every paid route through Debian's nginx with deploy/nginx.conf", () => {
+  let work = ""; // made in beforeAll: a skipped suite runs its body but not its hooks
+  let nginx: ChildProcess | undefined;
+  let nginxLog = "";
+  let nginxUrl = "";
+  let service: TestService | undefined;
+  let standIns: StandIns | undefined;
+  let ted: TedStandIn | undefined;
+  const exchanges: Exchange[] = [];
+  let current = "";
+  const recorded = recordingFetch(() => current, exchanges);
+  const client = x402Client.fromConfig({ schemes: [], spendControls: { maxAmountPerPayment: "$100" } });
+  registerExactEvmScheme(client, { signer: privateKeyToAccount(devPrivateKey(6)) });
+  const payingFetch = wrapFetchWithPayment(recorded, client);
 
-    beforeAll(async () => {
-      if (!HAVE_NGINX) throw new Error(`${NGINX} is missing: CI must install nginx-light (.ci/run does)`);
-      // What every operation needs to answer: the TED, search, page and model stand-ins, and a release of
-      // every product (the clinical one from a database ingested from a stand-in registry).
-      const now = new Date();
-      const pages = fixturePages("search-response-03.json", now);
-      ted = await startTedStandIn((request) => ({
-        body: pages[(request.page as number) - 1] ?? { ...pages[0], notices: [] },
-      }));
-      standIns = await startStandIns();
-      const releasesDir = path.join(work, "releases");
-      const clinicalDb = path.join(work, "clinical.sqlite");
-      await createClinicalDb(clinicalDb);
-      for (const outcome of await buildProducts({ releasesDir, clinicalDb })) {
-        if (outcome.state === "unbuildable") throw new Error(outcome.reason);
-      }
-      // nginx's port is held until the service (and its chain) have taken theirs, so none of them takes it.
-      const held = net.createServer();
-      await new Promise<void>((resolve) => held.listen(0, "127.0.0.1", resolve));
-      const nginxPort = (held.address() as net.AddressInfo).port;
-      nginxUrl = `http://127.0.0.1:${nginxPort}`;
-      service = await startTestService({
-        ...researchEnv(standIns),
-        TED_API_URL: ted.url,
-        RELEASES_DIR: releasesDir,
-        CLINICAL_TRIALS_DB: clinicalDb,
-        BASE_URL: nginxUrl,
-      });
-      // service.url is BASE_URL (nginx's address): the service itself listens on its configured port.
-      const servicePort = service.config.port;
-      await new Promise((resolve) => held.close(resolve));
-
-      // A standalone nginx: its own prefix, pid, logs and temp directories, the shipped server block
-      // included in the http {} context the Debian main config would give it. Workers run as the
-      // compiled-in user (nobody when started as root): they must reach the temp directories.
-      const prefix = path.join(work, "nginx");
-      fs.mkdirSync(prefix);
-      for (const dir of ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]) {
-        fs.mkdirSync(path.join(prefix, dir), { mode: 0o777 });
-        fs.chmodSync(path.join(prefix, dir), 0o777);
-      }
-      fs.chmodSync(work, 0o755);
-      fs.chmodSync(prefix, 0o755);
-      fs.writeFileSync(
-        path.join(prefix, "utility402.conf"),
-        readDeployConf(`127.0.0.1:${servicePort}`, `127.0.0.1:${nginxPort}`),
-      );
-      const main = [
-        `pid ${path.join(prefix, "nginx.pid")};`,
-        `error_log ${path.join(prefix, "error.log")} warn;`,
-        "worker_processes 1;",
-        "events {}",
-        "http {",
-        `  access_log ${path.join(prefix, "access.log")};`,
-        ...["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(
-          (dir) => `  ${dir}_temp_path ${path.join(prefix, dir)};`,
-        ),
-        `  include ${path.join(prefix, "utility402.conf")};`,
-        "}",
-        "",
-      ].join("\n");
-      fs.writeFileSync(path.join(prefix, "nginx.conf"), main);
-      nginx = spawn(
-        NGINX,
-        [
-          "-p",
-          `${prefix}/`,
-          "-c",
-          path.join(prefix, "nginx.conf"),
-          "-e",
-          path.join(prefix, "error.log"),
-          "-g",
-          "daemon off;",
-        ],
-        { stdio: ["ignore", "pipe", "pipe"] },
-      );
-      nginx.stdout?.on("data", (chunk) => (nginxLog += chunk));
-      nginx.stderr?.on("data", (chunk) => (nginxLog += chunk));
-      await waitForPort(nginxPort, nginx, () => nginxLog);
-    }, 240_000);
-
-    afterAll(async () => {
-      if (nginx?.pid && nginx.exitCode === null && nginx.signalCode === null) {
-        const exited = new Promise((resolve) => nginx?.once("exit", resolve));
-        process.kill(nginx.pid, "SIGTERM");
-        await exited;
-      }
-      await service?.stop();
-      await standIns?.stop();
-      await ted?.close();
-      fs.rmSync(work, { recursive: true, force: true });
-    });
-
-    const errorLog = () => {
-      const file = path.join(work, "nginx", "error.log");
-      return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").slice(-5).join("\n") : "";
-    };
-
-    it("the test covers every operation of the registry and the five products", () => {
-      expect(OPERATIONS.length).toBe(15);
-      expect(OPERATIONS.filter((operation) => operation.path.startsWith("/v1/products/"))).toHaveLength(5);
-    });
-
-    for (const operation of OPERATIONS) {
-      const success = operation.kind === "async" ? 202 : 200;
-      it(`${operation.method} ${operation.path}: 402 unpaid, ${success} paid with @x402/fetch, headers ≤ 4 KB`, async () => {
-        current = operation.id;
-        const [url, init] = requestFor(operation, nginxUrl);
-        const unpaid = await recorded(url, init);
-        await unpaid.arrayBuffer();
-        expect(unpaid.status, `${operation.id} unpaid; nginx: ${errorLog()}`).toBe(402);
-
-        const paid = await payingFetch(url, init);
-        const body = await paid.arrayBuffer();
-        expect(
-          paid.status,
-          `${operation.id} paid: ${Buffer.from(body).toString("utf8").slice(0, 300)}; nginx: ${errorLog()}`,
-        ).toBe(success);
-        const mine = exchanges.filter((exchange) => exchange.operation === operation.id);
-        // The unpaid call, the wrapper's own unpaid call and its paid retry.
-        expect(mine.map((exchange) => exchange.status)).toEqual([402, 402, success]);
-        for (const exchange of mine) {
-          expect(exchange.headerBytes, `${operation.id} ${exchange.status}`).toBeLessThanOrEqual(
-            PROXY_BUFFER,
-          );
-        }
-        const signature = mine.at(-1)?.paymentSignatureBytes as number;
-        expect(signature).toBeGreaterThan(0);
-        expect(signature).toBeLessThanOrEqual(PROXY_BUFFER);
-      });
+  beforeAll(async () => {
+    nginxInstalled.check();
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-nginx-"));
+    // What every operation needs to answer: the TED, search, page and model stand-ins, and a release of
+    // every product (the clinical one from a database ingested from a stand-in registry).
+    const now = new Date();
+    const pages = fixturePages("search-response-03.json", now);
+    ted = await startTedStandIn((request) => ({
+      body: pages[(request.page as number) - 1] ?? { ...pages[0], notices: [] },
+    }));
+    standIns = await startStandIns();
+    const releasesDir = path.join(work, "releases");
+    const clinicalDb = path.join(work, "clinical.sqlite");
+    await createClinicalDb(clinicalDb);
+    for (const outcome of await buildProducts({ releasesDir, clinicalDb })) {
+      if (outcome.state === "unbuildable") throw new Error(outcome.reason);
     }
-
-    it("reports the largest header blocks and PAYMENT-SIGNATURE", () => {
-      const largest = (select: (exchange: Exchange) => number | undefined) =>
-        Math.max(...exchanges.map((exchange) => select(exchange) ?? 0));
-      const report = {
-        "402 header block": largest((e) => (e.status === 402 ? e.headerBytes : undefined)),
-        "paid answer header block": largest((e) => (e.status !== 402 ? e.headerBytes : undefined)),
-        "PAYMENT-SIGNATURE": largest((e) => e.paymentSignatureBytes),
-      };
-      console.log(`nginx e2e, largest over ${exchanges.length} exchanges (bytes): ${JSON.stringify(report)}`);
-      expect(exchanges.length).toBe(3 * OPERATIONS.length);
-      for (const bytes of Object.values(report)) expect(bytes).toBeLessThanOrEqual(PROXY_BUFFER);
+    // nginx's port is held until the service (and its chain) have taken theirs, so none of them takes it.
+    const held = net.createServer();
+    await new Promise<void>((resolve) => held.listen(0, "127.0.0.1", resolve));
+    const nginxPort = (held.address() as net.AddressInfo).port;
+    nginxUrl = `http://127.0.0.1:${nginxPort}`;
+    service = await startTestService({
+      ...researchEnv(standIns),
+      TED_API_URL: ted.url,
+      RELEASES_DIR: releasesDir,
+      CLINICAL_TRIALS_DB: clinicalDb,
+      BASE_URL: nginxUrl,
     });
-  },
-);
+    // service.url is BASE_URL (nginx's address): the service itself listens on its configured port.
+    const servicePort = service.config.port;
+    await new Promise((resolve) => held.close(resolve));
+
+    // A standalone nginx: its own prefix, pid, logs and temp directories, the shipped server block
+    // included in the http {} context the Debian main config would give it. Workers run as the
+    // compiled-in user (nobody when started as root): they must reach the temp directories.
+    const prefix = path.join(work, "nginx");
+    fs.mkdirSync(prefix);
+    for (const dir of ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]) {
+      fs.mkdirSync(path.join(prefix, dir), { mode: 0o777 });
+      fs.chmodSync(path.join(prefix, dir), 0o777);
+    }
+    fs.chmodSync(work, 0o755);
+    fs.chmodSync(prefix, 0o755);
+    fs.writeFileSync(
+      path.join(prefix, "utility402.conf"),
+      readDeployConf(`127.0.0.1:${servicePort}`, `127.0.0.1:${nginxPort}`),
+    );
+    const main = [
+      `pid ${path.join(prefix, "nginx.pid")};`,
+      `error_log ${path.join(prefix, "error.log")} warn;`,
+      "worker_processes 1;",
+      "events {}",
+      "http {",
+      `  access_log ${path.join(prefix, "access.log")};`,
+      ...["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(
+        (dir) => `  ${dir}_temp_path ${path.join(prefix, dir)};`,
+      ),
+      `  include ${path.join(prefix, "utility402.conf")};`,
+      "}",
+      "",
+    ].join("\n");
+    fs.writeFileSync(path.join(prefix, "nginx.conf"), main);
+    nginx = spawn(
+      NGINX,
+      [
+        "-p",
+        `${prefix}/`,
+        "-c",
+        path.join(prefix, "nginx.conf"),
+        "-e",
+        path.join(prefix, "error.log"),
+        "-g",
+        "daemon off;",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    nginx.stdout?.on("data", (chunk) => (nginxLog += chunk));
+    nginx.stderr?.on("data", (chunk) => (nginxLog += chunk));
+    await waitForPort(nginxPort, nginx, () => nginxLog);
+  }, 240_000);
+
+  afterAll(async () => {
+    if (nginx?.pid && nginx.exitCode === null && nginx.signalCode === null) {
+      const exited = new Promise((resolve) => nginx?.once("exit", resolve));
+      process.kill(nginx.pid, "SIGTERM");
+      await exited;
+    }
+    await service?.stop();
+    await standIns?.stop();
+    await ted?.close();
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  const errorLog = () => {
+    const file = path.join(work, "nginx", "error.log");
+    return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").slice(-5).join("\n") : "";
+  };
+
+  it("the test covers every operation of the registry and the five products", () => {
+    expect(OPERATIONS.length).toBe(15);
+    expect(OPERATIONS.filter((operation) => operation.path.startsWith("/v1/products/"))).toHaveLength(5);
+  });
+
+  for (const operation of OPERATIONS) {
+    const success = operation.kind === "async" ? 202 : 200;
+    it(`${operation.method} ${operation.path}: 402 unpaid, ${success} paid with @x402/fetch, headers ≤ 4 KB`, async () => {
+      current = operation.id;
+      const [url, init] = requestFor(operation, nginxUrl);
+      const unpaid = await recorded(url, init);
+      await unpaid.arrayBuffer();
+      expect(unpaid.status, `${operation.id} unpaid; nginx: ${errorLog()}`).toBe(402);
+
+      const paid = await payingFetch(url, init);
+      const body = await paid.arrayBuffer();
+      expect(
+        paid.status,
+        `${operation.id} paid: ${Buffer.from(body).toString("utf8").slice(0, 300)}; nginx: ${errorLog()}`,
+      ).toBe(success);
+      const mine = exchanges.filter((exchange) => exchange.operation === operation.id);
+      // The unpaid call, the wrapper's own unpaid call and its paid retry.
+      expect(mine.map((exchange) => exchange.status)).toEqual([402, 402, success]);
+      for (const exchange of mine) {
+        expect(exchange.headerBytes, `${operation.id} ${exchange.status}`).toBeLessThanOrEqual(PROXY_BUFFER);
+      }
+      const signature = mine.at(-1)?.paymentSignatureBytes as number;
+      expect(signature).toBeGreaterThan(0);
+      expect(signature).toBeLessThanOrEqual(PROXY_BUFFER);
+    });
+  }
+
+  it("reports the largest header blocks and PAYMENT-SIGNATURE", () => {
+    const largest = (select: (exchange: Exchange) => number | undefined) =>
+      Math.max(...exchanges.map((exchange) => select(exchange) ?? 0));
+    const report = {
+      "402 header block": largest((e) => (e.status === 402 ? e.headerBytes : undefined)),
+      "paid answer header block": largest((e) => (e.status !== 402 ? e.headerBytes : undefined)),
+      "PAYMENT-SIGNATURE": largest((e) => e.paymentSignatureBytes),
+    };
+    console.log(`nginx e2e, largest over ${exchanges.length} exchanges (bytes): ${JSON.stringify(report)}`);
+    expect(exchanges.length).toBe(3 * OPERATIONS.length);
+    for (const bytes of Object.values(report)) expect(bytes).toBeLessThanOrEqual(PROXY_BUFFER);
+  });
+});

@@ -1,16 +1,21 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { requireEnv } from "./requires.ts";
 
 /**
- * The PostgreSQL the tests may use (TEST_DATABASE_URL). CI always sets it (.ci/run starts the
- * machine's PostgreSQL), so there a missing URL is an error rather than a silent skip.
+ * The PostgreSQL the tests may use (TEST_DATABASE_URL); undefined skips them outside CI, with a line
+ * saying so. CI always sets it (.ci/run starts the machine's PostgreSQL), so there a missing URL is an
+ * error rather than a skip.
  */
 export function testDatabaseUrl(): string | undefined {
-  const url = process.env.TEST_DATABASE_URL || undefined;
-  if (!url && process.env.CI) {
-    throw new Error("TEST_DATABASE_URL must be set in CI: the PostgreSQL tests may not be skipped there");
-  }
-  return url;
+  const postgres = requireEnv(
+    "PostgreSQL",
+    "TEST_DATABASE_URL",
+    "apt-get install postgresql, then TEST_DATABASE_URL=postgres://user:password@127.0.0.1:5432/database",
+  );
+  if (postgres.skip) return undefined;
+  postgres.check();
+  return process.env.TEST_DATABASE_URL;
 }
 
 /** A schema name of its own per test file and run, so parallel test files never share tables. */

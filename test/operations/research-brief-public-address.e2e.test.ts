@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { requires } from "../helpers/requires.ts";
 
 /**
  * Every earlier research test served its pages from an allow-listed 127.0.0.1, so a fetcher that
@@ -124,6 +125,12 @@ function runScenario(env: NodeJS.ProcessEnv, timeoutMs: number) {
   });
 }
 
+const namespaces = requires(
+  "network namespaces",
+  namespacesUnavailable,
+  "run as root with util-linux, mount, iproute2 and openssl (apt-get install util-linux mount iproute2 openssl)",
+);
+
 describe("research-brief with its sources on public addresses (network namespace, nothing leaves the machine)", () => {
   // Everything the scenario writes (CA, hosts file, the service's data) is under here, so that it
   // is removed even when the scenario is killed.
@@ -132,97 +139,94 @@ describe("research-brief with its sources on public addresses (network namespace
   const tmpDir = path.join(workDir, "tmp");
   afterAll(() => fs.rmSync(workDir, { recursive: true, force: true }));
 
-  it("reads public IPv4 and IPv6 pages (HTTP, HTTPS, a PDF), refuses every private target without connecting, charges once", async (context) => {
-    const unavailable = namespacesUnavailable();
-    if (unavailable) {
-      const message = `research-brief-public-address: CANNOT RUN: ${unavailable}`;
-      if (process.env.CI) throw new Error(`${message}. CI runs as root and must run this test.`);
-      console.warn(
-        `\n${"!".repeat(100)}\n${message}\nSKIPPED here; it runs (and must pass) in CI.\n${"!".repeat(100)}\n`,
+  it.skipIf(namespaces.skip)(
+    "reads public IPv4 and IPv6 pages (HTTP, HTTPS, a PDF), refuses every private target without connecting, charges once",
+    async () => {
+      namespaces.check();
+      fs.mkdirSync(tlsDir);
+      fs.mkdirSync(tmpDir);
+      makeTls(tlsDir);
+      const marker = `utility402-scenario-${randomUUID()}`;
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        NODE_EXTRA_CA_CERTS: path.join(tlsDir, "ca.pem"),
+        SCENARIO_TLS_DIR: tlsDir,
+        SCENARIO_MARKER: marker,
+        TMPDIR: tmpDir,
+      };
+      for (const name of ["TEST_STORE", "DATABASE_URL", "RESEARCH_FETCH_ALLOW_HOSTS", "NODE_OPTIONS"])
+        delete env[name];
+
+      const { code, stdout, stderr } = await runScenario(env, 150_000);
+      // Nothing the scenario started outlives it (service, anvil, servers, tsx's esbuild).
+      expect(markedProcesses(marker)).toEqual([]);
+      const line = stdout.split("\n").find((candidate) => candidate.startsWith("SUMMARY "));
+      expect(code, `scenario exited ${code}\n${stderr}`).toBe(0);
+      expect(line, `no summary\n${stdout}\n${stderr}`).toBeDefined();
+      const summary = JSON.parse((line as string).slice("SUMMARY ".length));
+
+      // The job: accepted, run, succeeded, with exactly the public pages as its sources.
+      expect(summary.accepted.status).toBe(202);
+      expect(summary.statuses.at(-1), JSON.stringify(summary.job)).toBe("succeeded");
+      expect(summary.searches).toBeGreaterThanOrEqual(2);
+      expect([...summary.sources].sort()).toEqual([...summary.publicUrls].sort());
+      expect(summary.sources).toEqual(
+        expect.arrayContaining([
+          "http://news.example.org/articles/cold-chemistry", // a name on public IPv4
+          "https://news.example.org/articles/fleet-practice", // HTTPS, private CA
+          "http://wiki.example.net/wiki/heat-pump-range", // a name on public IPv6
+          "http://[2606:4700::1111]/wiki/winter-degradation", // an IPv6 literal
+          "https://papers.example.com/cold-study.pdf", // a PDF
+        ]),
       );
-      context.skip();
-      return;
-    }
-    fs.mkdirSync(tlsDir);
-    fs.mkdirSync(tmpDir);
-    makeTls(tlsDir);
-    const marker = `utility402-scenario-${randomUUID()}`;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      NODE_EXTRA_CA_CERTS: path.join(tlsDir, "ca.pem"),
-      SCENARIO_TLS_DIR: tlsDir,
-      SCENARIO_MARKER: marker,
-      TMPDIR: tmpDir,
-    };
-    for (const name of ["TEST_STORE", "DATABASE_URL", "RESEARCH_FETCH_ALLOW_HOSTS", "NODE_OPTIONS"])
-      delete env[name];
+      expect(JSON.stringify(summary.job.result)).not.toContain("INTERNAL-SECRET");
+      const pdfSource = summary.job.result.sources.find((source: { url: string }) =>
+        source.url.endsWith(".pdf"),
+      );
+      expect(pdfSource.excerpt).toContain("lithium-ion battery capacity falls in cold weather");
+      expect(summary.job.result.caveats[0]).toBe(
+        "Source shortfall: only 5 of the 7 required sources could be found and read; the answer rests on fewer sources than asked for.",
+      );
+      // The pages were served from the public addresses.
+      for (const address of ["93.184.216.34", "185.15.59.224", "2606:4700::1111"]) {
+        expect(
+          summary.publicRequests.some((request: string) => request.endsWith(`→ ${address}`)),
+          address,
+        ).toBe(true);
+      }
 
-    const { code, stdout, stderr } = await runScenario(env, 150_000);
-    // Nothing the scenario started outlives it (service, anvil, servers, tsx's esbuild).
-    expect(markedProcesses(marker)).toEqual([]);
-    const line = stdout.split("\n").find((candidate) => candidate.startsWith("SUMMARY "));
-    expect(code, `scenario exited ${code}\n${stderr}`).toBe(0);
-    expect(line, `no summary\n${stdout}\n${stderr}`).toBeDefined();
-    const summary = JSON.parse((line as string).slice("SUMMARY ".length));
+      // Paid once: USD 5.00 from the payer to the service.
+      expect(BigInt(summary.balances.payerDelta)).toBe(-PRICE);
+      expect(BigInt(summary.balances.payToDelta)).toBe(PRICE);
 
-    // The job: accepted, run, succeeded, with exactly the public pages as its sources.
-    expect(summary.accepted.status).toBe(202);
-    expect(summary.statuses.at(-1), JSON.stringify(summary.job)).toBe("succeeded");
-    expect(summary.searches).toBeGreaterThanOrEqual(2);
-    expect([...summary.sources].sort()).toEqual([...summary.publicUrls].sort());
-    expect(summary.sources).toEqual(
-      expect.arrayContaining([
-        "http://news.example.org/articles/cold-chemistry", // a name on public IPv4
-        "https://news.example.org/articles/fleet-practice", // HTTPS, private CA
-        "http://wiki.example.net/wiki/heat-pump-range", // a name on public IPv6
-        "http://[2606:4700::1111]/wiki/winter-degradation", // an IPv6 literal
-        "https://papers.example.com/cold-study.pdf", // a PDF
-      ]),
-    );
-    expect(JSON.stringify(summary.job.result)).not.toContain("INTERNAL-SECRET");
-    const pdfSource = summary.job.result.sources.find((source: { url: string }) =>
-      source.url.endsWith(".pdf"),
-    );
-    expect(pdfSource.excerpt).toContain("lithium-ion battery capacity falls in cold weather");
-    expect(summary.job.result.caveats[0]).toBe(
-      "Source shortfall: only 5 of the 7 required sources could be found and read; the answer rests on fewer sources than asked for.",
-    );
-    // The pages were served from the public addresses.
-    for (const address of ["93.184.216.34", "185.15.59.224", "2606:4700::1111"]) {
-      expect(
-        summary.publicRequests.some((request: string) => request.endsWith(`→ ${address}`)),
-        address,
-      ).toBe(true);
-    }
+      // Private targets: refused by address, and not one connection reached them.
+      expect(summary.privateConnections).toEqual({
+        "intranet 10.0.0.5:80": 0,
+        "loopback 127.0.0.1:80": 0,
+        "loopback [::1]:80": 0,
+        "metadata 169.254.169.254:80": 0,
+        "internal service 127.0.0.1:<port>": 0,
+      });
+      expect(Object.keys(summary.refusals)).toEqual(summary.privateUrls);
+      for (const [url, refusal] of Object.entries(summary.refusals) as [
+        string,
+        { code: string; message: string },
+      ][]) {
+        expect(refusal.code, `${url}: ${refusal.message}`).toBe("address");
+      }
+      expect(summary.refusals["http://intranet.example/"].message).toContain("resolves to 10.0.0.5");
+      expect(summary.refusals["http://sneaky.example/"].message).toContain("resolves to 127.0.0.1");
+      expect(summary.refusals["http://news.example.org/moved"].message).toMatch(
+        /^127\.0\.0\.1 is in 127\.0\.0\.0\/8/,
+      );
+      for (const url of summary.publicUrls) expect(summary.direct[url], url).toMatch(/^fetched /);
+      expect(summary.direct["https://papers.example.com/cold-study.pdf"]).toMatch(
+        /^fetched application\/pdf/,
+      );
 
-    // Paid once: USD 5.00 from the payer to the service.
-    expect(BigInt(summary.balances.payerDelta)).toBe(-PRICE);
-    expect(BigInt(summary.balances.payToDelta)).toBe(PRICE);
-
-    // Private targets: refused by address, and not one connection reached them.
-    expect(summary.privateConnections).toEqual({
-      "intranet 10.0.0.5:80": 0,
-      "loopback 127.0.0.1:80": 0,
-      "loopback [::1]:80": 0,
-      "metadata 169.254.169.254:80": 0,
-      "internal service 127.0.0.1:<port>": 0,
-    });
-    expect(Object.keys(summary.refusals)).toEqual(summary.privateUrls);
-    for (const [url, refusal] of Object.entries(summary.refusals) as [
-      string,
-      { code: string; message: string },
-    ][]) {
-      expect(refusal.code, `${url}: ${refusal.message}`).toBe("address");
-    }
-    expect(summary.refusals["http://intranet.example/"].message).toContain("resolves to 10.0.0.5");
-    expect(summary.refusals["http://sneaky.example/"].message).toContain("resolves to 127.0.0.1");
-    expect(summary.refusals["http://news.example.org/moved"].message).toMatch(
-      /^127\.0\.0\.1 is in 127\.0\.0\.0\/8/,
-    );
-    for (const url of summary.publicUrls) expect(summary.direct[url], url).toMatch(/^fetched /);
-    expect(summary.direct["https://papers.example.com/cold-study.pdf"]).toMatch(/^fetched application\/pdf/);
-
-    // While it ran, the service's chain was a child inside the namespace (and is gone now, above).
-    expect(summary.processesWhileRunning).toContain("anvil");
-  }, 180_000);
+      // While it ran, the service's chain was a child inside the namespace (and is gone now, above).
+      expect(summary.processesWhileRunning).toContain("anvil");
+    },
+    180_000,
+  );
 });

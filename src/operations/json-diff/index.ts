@@ -1,6 +1,6 @@
 import { type BodyRequest, defineOperation, type RequestBody } from "../../catalog/operation.ts";
 import { bodyByteLength } from "../../input/parse-input.ts";
-import { defaultPoolSize, OffThreadInput, WorkerPool } from "../worker-pool.ts";
+import { defaultPoolSize, OffThreadInput, WorkerPool, workerModule } from "../worker-pool.ts";
 import { jsonDiff as diffDocuments } from "./json-diff.ts";
 import { JSON_DIFF_BODY_LIMITS, readJsonDiffRequest } from "./read-request.ts";
 import { type JsonDiffInput, JsonDiffRequest, JsonDiffResponse } from "./schema.ts";
@@ -21,7 +21,7 @@ let pool: WorkerPool<JsonDiffTask, JsonDiffTaskResult> | undefined;
 export const jsonDiffPool = () => {
   pool ??= new WorkerPool<JsonDiffTask, JsonDiffTaskResult>({
     name: "json-diff",
-    workerUrl: new URL("./worker-entry.mjs", import.meta.url),
+    workerUrl: workerModule(import.meta.url, "./worker", "./worker-entry.mjs"),
     size: defaultPoolSize(),
     maxQueued: 16,
     timeLimitMs: 20_000,

@@ -1,6 +1,6 @@
 import os from "node:os";
 import { invalidRequest } from "../../problem.ts";
-import { WorkerPool, type WorkerPoolOptions, type WorkerPoolVariant } from "../worker-pool.ts";
+import { WorkerPool, type WorkerPoolOptions, type WorkerPoolVariant, workerModule } from "../worker-pool.ts";
 import type { AuditJob } from "./audit.ts";
 import type { OpenApiAuditOutput } from "./schema.ts";
 
@@ -22,7 +22,7 @@ export const DEFAULT_AUDIT_POOL_OPTIONS: AuditPoolOptions = {
   queueTimeoutMs: 20_000,
   startTimeoutMs: 30_000,
   maxMemoryMb: 512,
-  workerUrl: new URL("./worker-entry.mjs", import.meta.url),
+  workerUrl: workerModule(import.meta.url, "./worker", "./worker-entry.mjs"),
 };
 
 /** The audit's own names for the pool's problems, and its worker's `invalid` reply. */

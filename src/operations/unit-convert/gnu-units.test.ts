@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import { requires } from "../../../test/helpers/requires.ts";
 import { convert, convertExact } from "./convert.ts";
 import { COMPOUND_CASES } from "./gnu-compound-cases.ts";
 import { parseExact, Rational, toRoundedNumber } from "./rational.ts";
@@ -15,8 +16,8 @@ import { UNITS, type Unit } from "./units.ts";
  * every known difference in definitions (mmHg vs torr 1.4e-7, EC therm 3.9e-6, older CODATA eV
  * values ~1e-9).
  *
- * CI sets CI=true and installs GNU units (.ci/run): a missing binary fails there; elsewhere the
- * cross-check is skipped with a note.
+ * CI installs GNU units (.ci/run): a missing binary fails there; elsewhere the cross-check is
+ * skipped with a line naming the install (test/helpers/requires.ts).
  */
 const RELATIVE_TOLERANCE = Rational.parse("1e-12");
 const TEMPERATURE_ABSOLUTE_TOLERANCE = Rational.parse("1e-10");
@@ -186,22 +187,17 @@ function gnuKnows(u: Unit): boolean {
 const unit = (id: string) => UNITS.get(id) as Unit;
 
 const version = gnuUnitsVersion();
-const inCi = process.env.CI === "true";
-
-if (!version && !inCi) {
-  console.warn(
-    "note: GNU units (/usr/bin/units, Debian package `units`) is not installed: the cross-check of the unit " +
-      "table against it is skipped here. CI installs it and fails without it.",
-  );
-}
+const gnuUnits = requires(
+  "GNU units",
+  () => (version ? undefined : "`units -V` does not answer GNU Units"),
+  "apt-get install units",
+);
 
 describe("GNU units is available where the cross-check must run", () => {
-  it.runIf(inCi)("CI has GNU units (apt-get install units)", () => {
-    expect(version, "GNU units must be installed in CI (CI=true)").toBeDefined();
-  });
+  it.skipIf(gnuUnits.skip)("GNU units answers `units -V`", () => gnuUnits.check());
 });
 
-describe.runIf(version !== undefined)("cross-check against GNU units", () => {
+describe.runIf(gnuUnits.missing === undefined)("cross-check against GNU units", () => {
   const scaleForGnu = (u: Unit) => GNU_DEFINES_DIFFERENTLY[u.id] ?? u.scale;
 
   it("maps every one of the 92 units, and GNU units knows each mapping", () => {
