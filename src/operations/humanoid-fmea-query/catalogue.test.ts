@@ -367,11 +367,16 @@ describe("the catalogue agrees with the standards it cites", () => {
     expect(criterion).toMatch(/≤ 140 N \(the ISO\/TS 15066 hands and fingers value\)/);
   });
 
-  it("allows no automatic restart after any stop (HFM-SAF-08), and rates a robot driven into a person as a body impact (9)", () => {
+  it("allows no automatic restart after any stop (HFM-SAF-08)", () => {
     const e = entry("HFM-SAF-08");
     expect(e.preventionControls.join(" ")).not.toMatch(/Automatic resume only/);
     expect(e.verificationTest.acceptanceCriteria).toMatch(/0 automatic resumes/);
-    expect(entry("HFM-HRI-06")).toMatchObject({ severity: 9, hazard: { harm: "body-impact" } });
+  });
+
+  it("rates an entry by the worst harm it names: a teleoperated robot that can fall, a robot standing on a foot (review 2.1.0)", () => {
+    for (const id of ["HFM-HRI-06", "HFM-BAL-08", "HFM-HRI-08"])
+      expect(entry(id), id).toMatchObject({ severity: 10, hazard: { harm: "robot-falls-onto-person" } });
+    expect(loadCatalogue().harms.map((h) => h.id)).not.toContain("foot-crushing");
   });
 
   it("derives the shared-aisle speed from its own energy method (65 kg robot, chest values)", () => {
