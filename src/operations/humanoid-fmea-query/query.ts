@@ -62,6 +62,10 @@ function searchableFields(entry: FmeaEntry, functions: ReadonlyMap<string, Safet
     { text: entry.causes.join(" "), weight: 1 },
     { text: entry.preventionControls.join(" "), weight: 1 },
     { text: entry.detectionControls.join(" "), weight: 1 },
+    {
+      text: entry.msr ? `${entry.msr.systemResponse} ${entry.msr.effectAfterResponse ?? ""}` : "",
+      weight: 1,
+    },
     { text: `${entry.verificationTest.method} ${entry.verificationTest.acceptanceCriteria}`, weight: 1 },
     { text: entry.references.map((r) => `${r.standard} ${r.topic} ${r.status ?? ""}`).join(" "), weight: 1 },
     { text: (entry.furtherActions ?? []).join(" "), weight: 1 },
