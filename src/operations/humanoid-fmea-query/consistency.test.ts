@@ -250,3 +250,34 @@ describe("no entry both allows and forbids the same thing", () => {
     expect(contradictory.map((e) => e.id)).toEqual([]);
   });
 });
+
+/**
+ * FMEA-MSR credits a monitor for the harm its response prevents or limits. A response that comes
+ * after the harm (a stop after the first impact, a protective fall that is still a fall near people)
+ * leaves the effect as severe as before: monitoring M is 10 and the design FMEA governs operation.
+ */
+const TOO_LATE =
+  /not prevented|after the (first )?(contact|impact|collision|strike)|protective fall|\bfall[ -](response|behaviour|direction)|fall direction away/i;
+
+describe("a system response that comes after the harm earns no monitoring credit", () => {
+  it("the phrase finds the responses it is for", () => {
+    expect(TOO_LATE.test("Gait stopped after the contact; the first impact is not prevented")).toBe(true);
+    expect(TOO_LATE.test("Protective fall behaviour: fall direction away from tracked people")).toBe(true);
+    expect(
+      TOO_LATE.test("Joint fault: safe stop of the limb, or the fall response if it is a stance leg"),
+    ).toBe(true);
+    expect(TOO_LATE.test("Stop-and-stand on a wide stance")).toBe(false);
+  });
+
+  it("every such response has M 10, its effect after the response at the entry's severity, and DFMEA governing", () => {
+    const late = entries.filter((e) => e.msr && TOO_LATE.test(e.msr.systemResponse));
+    expect(late.length).toBeGreaterThan(0);
+    const wrong = late.filter(
+      (e) =>
+        e.msr?.monitoring !== 10 ||
+        e.msr?.severityAfterResponse !== e.severity ||
+        !e.msr?.effectAfterResponse,
+    );
+    expect(wrong.map((e) => `${e.id} M${e.msr?.monitoring} S'${e.msr?.severityAfterResponse}`)).toEqual([]);
+  });
+});

@@ -32,10 +32,14 @@ export type FmeaItem = Omit<FmeaEntry, "safetyFunctions"> & {
 
 /**
  * Which rating governs the risk while the robot works: FMEA-MSR where a run-time monitor and its
- * system response control it (the entry has `msr`), otherwise the design FMEA. The design-FMEA
+ * system response control it (the entry has `msr` and its response limits the harm, M below 10),
+ * otherwise the design FMEA. The design-FMEA
  * ratings govern design release either way.
  */
 export const OPERATIONAL_RATINGS = ["FMEA-MSR", "DFMEA"] as const;
+
+/** A monitor governs operation only if its response limits the harm (M below 10). */
+export const governedByMonitor = (entry: FmeaEntry) => entry.msr !== undefined && entry.msr.monitoring < 10;
 export type OperationalRating = (typeof OPERATIONAL_RATINGS)[number];
 
 export interface FmeaQueryResult {
@@ -178,7 +182,7 @@ export class FmeaCatalogue {
       const item: FmeaItem = {
         ...entry,
         priorityRule: PRIORITY_RULE,
-        operationalRating: doc.msr ? "FMEA-MSR" : "DFMEA",
+        operationalRating: governedByMonitor(doc) ? "FMEA-MSR" : "DFMEA",
         rpn: doc.severity * doc.occurrence * doc.detection,
         ...(score === undefined ? {} : { score }),
       };
