@@ -345,9 +345,13 @@ describe("the catalogue agrees with the standards it cites", () => {
     const e = entry("HFM-STR-01");
     const criterion = e.verificationTest.acceptanceCriteria;
     expect(criterion).not.toMatch(/150 J|5 kN|3 of 30|transient value|accepts contact|280 N/);
-    expect(criterion).toMatch(/0 of 30 falls strike or touch the mannequin/);
+    expect(criterion).toMatch(
+      /0 of 30 collapses from the stance land more than 0\.6 m from the feet, strike or touch/,
+    );
+    // Sized to what it can show (review 2.1.0): a mechanism check, not a probability claim.
+    expect(criterion).toMatch(/verify the mechanism, not a probability/);
     expect(e.function).toMatch(/prevented, never limited/);
-    expect(e.preventionControls.join(" ")).toMatch(/fall zone .* statically stable stance/);
+    expect(e.preventionControls.join(" ")).toMatch(/fall zone .* supported stance/);
     expect(e.safetyFunctions).toContain("SF-SSM");
     expect(e.references.map((r) => r.standard)).not.toContain("ISO/TS 15066:2016");
   });
@@ -357,7 +361,10 @@ describe("the catalogue agrees with the standards it cites", () => {
     const criterion = e.verificationTest.acceptanceCriteria;
     expect(criterion).not.toMatch(/200 N/);
     expect(criterion).toMatch(/unloaded below 130 N, the lower leg quasi-static value/);
-    expect(criterion).toMatch(/body model has no foot/);
+    expect(criterion).toMatch(/body model lacks, as a declared value by analogy/);
+    // No transient allowance for a pinned foot, and no peak limit pretended (review 2.1.0).
+    expect(criterion).toMatch(/No peak-force limit is claimed/);
+    expect(criterion).not.toMatch(/conservative/);
     expect(e.references.find((r) => r.standard === "ISO/TS 15066:2016")?.topic).toMatch(/No foot region/);
   });
 

@@ -281,3 +281,76 @@ describe("a system response that comes after the harm earns no monitoring credit
     expect(wrong.map((e) => `${e.id} M${e.msr?.monitoring} S'${e.msr?.severityAfterResponse}`)).toEqual([]);
   });
 });
+
+/**
+ * One operating concept for people near a balancing robot (HFM-STR-01): the robot steps only while
+ * its declared fall zone is clear; a person inside the zone only while it stands in its supported
+ * stance. Every entry that states a fall zone, or a separation or passing distance to people, must
+ * agree with it, and none may claim the robot cannot fall (a claim no test can verify).
+ */
+describe("one fall-zone concept across every entry", () => {
+  const FALL_ZONE_M = 2.0;
+  const sentences = (e: FmeaEntry) => strings(e).flatMap(clauses);
+
+  it("the checkers find the defects they are for", () => {
+    expect(
+      walkingSeparation("minimum passing distance of 0.8 m and speed cap of 0.5 m/s near groups"),
+    ).toEqual([0.8]);
+    expect(walkingSeparation("Minimum separation of 0.5 m from people enforced")).toEqual([0.5]);
+    expect(walkingSeparation("people within 0.5 m only while it stands in its supported stance")).toEqual([]);
+    expect(fallZones("the declared 1.5 m fall zone")).toEqual([1.5]);
+    expect(fallZones("Declared fall zone (2.0 m radius: 1.7 m standing height plus 0.3 m)")).toEqual([2.0]);
+  });
+
+  it(`every fall zone is ${FALL_ZONE_M} m`, () => {
+    const other = entries.flatMap((e) =>
+      sentences(e).flatMap((c) =>
+        fallZones(c)
+          .filter((m) => m !== FALL_ZONE_M)
+          .map((m) => `${e.id}: ${m} m`),
+      ),
+    );
+    expect(other).toEqual([]);
+  });
+
+  it("no separation or passing distance to people below the fall zone while the robot steps", () => {
+    const closer = entries.flatMap((e) =>
+      sentences(e).flatMap((c) =>
+        walkingSeparation(c)
+          .filter((m) => m < FALL_ZONE_M)
+          .map((m) => `${e.id}: ${m} m in "${c.trim()}"`),
+      ),
+    );
+    expect(closer).toEqual([]);
+  });
+
+  it("no entry claims the robot cannot fall", () => {
+    const claims = entries.filter((e) =>
+      /cannot fall|can ?not tip|never falls|fall is impossible/i.test(JSON.stringify(e)),
+    );
+    expect(claims.map((e) => e.id)).toEqual([]);
+  });
+});
+
+/** Fall-zone radii named in a clause, in m. */
+function fallZones(clause: string): number[] {
+  return [...clause.matchAll(/(\d+(?:\.\d+)?) ?m (radius )?fall zone|fall zone \((\d+(?:\.\d+)?) ?m/gi)].map(
+    (m) => Number(m[1] ?? m[3]),
+  );
+}
+
+/**
+ * Distances a clause sets between people and the robot (separation, passing distance), in m, unless
+ * the clause confines them to the robot standing in its stance.
+ */
+function walkingSeparation(clause: string): number[] {
+  if (!/separation|passing distance|passes people/i.test(clause)) return [];
+  if (/\b(stance|stands|standing still|stationary)\b/i.test(clause)) return [];
+  // The distance the separation is set to: the first length after the word, not a stopping distance
+  // compared with it further on.
+  return [
+    ...clause.matchAll(
+      /(?:separation|passing distance|passes people)[^;:]{0,80}?(\d+(?:\.\d+)?) ?m(?![/\w²])/gi,
+    ),
+  ].map((m) => Number(m[1]));
+}
