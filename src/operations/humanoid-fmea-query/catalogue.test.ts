@@ -374,6 +374,23 @@ describe("the catalogue agrees with the standards it cites", () => {
     expect(criterion).toMatch(/≤ 140 N \(the ISO\/TS 15066 hands and fingers value\)/);
   });
 
+  it("keeps the time-source security of the merged HFM-COM-05 in HFM-PER-06, with a monitor that can see a whole-clock jump", () => {
+    const e = entry("HFM-PER-06");
+    const text = JSON.stringify(e);
+    expect(e.verificationTest.method).toMatch(/10 s, 1 h and 1 year/);
+    expect(e.verificationTest.acceptanceCriteria).toMatch(/drift ≤ 2 s after 72 h/);
+    expect(e.msr?.monitor).toMatch(/clock offset monitor against peer/);
+    expect(e.effects.join(" ")).toMatch(/Certificate validity checks fail or pass wrongly/);
+    expect(e.references.map((r) => r.standard)).toContain("IEC 62443-4-2");
+    expect(text).toMatch(/Unauthenticated network time protocol/);
+  });
+
+  it("leaves unrequested reboots to HFM-SW-01: HFM-SW-09's monitor refuses requested installs and restarts", () => {
+    expect(entry("HFM-SW-09").failureMode).toMatch(
+      /requested restart .* unrequested crash or reboot is HFM-SW-01/,
+    );
+  });
+
   it("allows no automatic restart after any stop (HFM-SAF-08)", () => {
     const e = entry("HFM-SAF-08");
     expect(e.preventionControls.join(" ")).not.toMatch(/Automatic resume only/);

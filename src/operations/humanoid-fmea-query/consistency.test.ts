@@ -354,3 +354,51 @@ function walkingSeparation(clause: string): number[] {
     ),
   ].map((m) => Number(m[1]));
 }
+
+/**
+ * ISO 13854:2017 minimum gaps, in mm, for the body parts a closing gap of a humanoid can take in
+ * (from our knowledge of the standard; /work/shared/reference marks it [K], not checked against
+ * its text). A gap limit must suit the largest body part the entry says can reach the gap.
+ */
+const MIN_GAP_MM: readonly { part: string; words: RegExp; mm: number }[] = [
+  { part: "finger", words: /\bfingers?\b/i, mm: 25 },
+  { part: "hand", words: /\bhands?\b/i, mm: 100 },
+  { part: "arm", words: /\barms?\b/i, mm: 120 },
+];
+
+function gapProblems(e: FmeaEntry): string[] {
+  const reaching = [e.function, e.failureMode, ...e.effects].join(" ");
+  const largest = MIN_GAP_MM.filter((p) => p.words.test(reaching)).at(-1);
+  if (!largest) return [];
+  return strings(e)
+    .flatMap(clauses)
+    .flatMap((clause) =>
+      [...clause.matchAll(/\bgap (above|over|of at least|at least|≥) ?(\d+) ?mm/gi)]
+        .map((m) => Number(m[2]))
+        .filter((mm) => mm < largest.mm)
+        .map((mm) => `${e.id}: gap ${mm} mm where the ${largest.part} can reach (ISO 13854: ${largest.mm} mm)`),
+    );
+}
+
+describe("closing gaps suit the body part that can reach them (ISO 13854)", () => {
+  it("the checker finds the defect it is for", () => {
+    const entry = entries.find((x) => x.id === "HFM-STR-03") as FmeaEntry;
+    const old = { ...entry, preventionControls: ["Joint-range limit that keeps the knee gap above 25 mm"] };
+    expect(gapProblems(old)).toEqual(["HFM-STR-03: gap 25 mm where the arm can reach (ISO 13854: 120 mm)"]);
+  });
+
+  it("in every entry", () => {
+    expect(entries.flatMap(gapProblems)).toEqual([]);
+  });
+});
+
+describe("pass criteria are sized samples, not tokens", () => {
+  it('no acceptance criterion passes on fewer than 3 trials ("1 of 1")', () => {
+    const tokens = entries.flatMap((e) =>
+      [...e.verificationTest.acceptanceCriteria.matchAll(/(?<![\d,])(\d+) of (\d+)\b/g)]
+        .filter((m) => Number(m[2]) < 3)
+        .map((m) => `${e.id}: ${m[0]}`),
+    );
+    expect(tokens).toEqual([]);
+  });
+});
