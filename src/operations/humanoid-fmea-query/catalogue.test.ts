@@ -249,7 +249,7 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   });
 });
 
-describe("FMEA-MSR: run-time monitors rated as AIAG-VDA rates them, beside the design FMEA", () => {
+describe("FMEA-MSR: run-time monitors rated on the AIAG-VDA FMEA-MSR factors (S, F, M) with our priority rule, beside the design FMEA", () => {
   // A detection control that acts by itself while the robot works (stops, slows, refuses, switches):
   // a run-time monitor with a system response, which FMEA-MSR rates, not a design-FMEA detection.
   const ACTS =

@@ -376,7 +376,9 @@ function gapProblems(e: FmeaEntry): string[] {
       [...clause.matchAll(/\bgap (above|over|of at least|at least|≥) ?(\d+) ?mm/gi)]
         .map((m) => Number(m[2]))
         .filter((mm) => mm < largest.mm)
-        .map((mm) => `${e.id}: gap ${mm} mm where the ${largest.part} can reach (ISO 13854: ${largest.mm} mm)`),
+        .map(
+          (mm) => `${e.id}: gap ${mm} mm where the ${largest.part} can reach (ISO 13854: ${largest.mm} mm)`,
+        ),
     );
 }
 
@@ -400,5 +402,17 @@ describe("pass criteria are sized samples, not tokens", () => {
         .map((m) => `${e.id}: ${m[0]}`),
     );
     expect(tokens).toEqual([]);
+  });
+});
+
+/** A response that only tells people, who then act: the monitoring scale's 8–9 band (docs). */
+const ALERTS_PEOPLE = /(alert|alarm) to the [\w ]*(crew|operator)|people (around )?(see|decide)|who stops/i;
+
+describe("monitoring that relies on people reacting is rated 8 or 9, as the scale says", () => {
+  it("in every entry whose system response alerts people who then act", () => {
+    const alerting = entries.filter((e) => e.msr && ALERTS_PEOPLE.test(e.msr.systemResponse));
+    expect(alerting.map((e) => e.id)).toEqual(["HFM-STR-09", "HFM-COM-02", "HFM-COM-07"]);
+    const off = alerting.filter((e) => (e.msr?.monitoring ?? 0) < 8 || (e.msr?.monitoring ?? 0) > 9);
+    expect(off.map((e) => `${e.id} M${e.msr?.monitoring}`)).toEqual([]);
   });
 });

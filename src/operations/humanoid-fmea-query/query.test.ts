@@ -295,10 +295,15 @@ describe("search as engineers write", () => {
 describe("FMEA-MSR beside the design FMEA", () => {
   it("says per item which rating governs the risk in operation, and carries the MSR rating where it applies", () => {
     const items = run({ limit: 96 }).items;
-    for (const item of items)
+    for (const item of items) {
       expect(item.operationalRating, item.id).toBe(
         item.msr && item.msr.monitoring < 10 ? "FMEA-MSR" : "DFMEA",
       );
+      // D still credits the monitor that M rates again: every answer says so (review 2.1.0, point 5).
+      expect(item.detectionBasis, item.id).toBe(
+        item.msr ? "provisional-credits-run-time-monitor" : "design-verification",
+      );
+    }
     const monitored = run({ ids: ["HFM-BAL-07"] }).items[0];
     expect(monitored).toMatchObject({
       operationalRating: "FMEA-MSR",

@@ -27,6 +27,7 @@ export type FmeaItem = Omit<FmeaEntry, "safetyFunctions"> & {
   score?: number;
   priorityRule: typeof PRIORITY_RULE;
   operationalRating: OperationalRating;
+  detectionBasis: DetectionBasis;
   safetyFunctions?: SafetyFunction[];
 };
 
@@ -37,6 +38,14 @@ export type FmeaItem = Omit<FmeaEntry, "safetyFunctions"> & {
  * ratings govern design release either way.
  */
 export const OPERATIONAL_RATINGS = ["FMEA-MSR", "DFMEA"] as const;
+
+/**
+ * What the residual detection D rests on. For entries with a run-time monitor it still credits that
+ * monitor, which `msr.monitoring` rates again (counted twice): provisional until D is re-rated from
+ * pre-release design verification alone.
+ */
+export const DETECTION_BASES = ["design-verification", "provisional-credits-run-time-monitor"] as const;
+export type DetectionBasis = (typeof DETECTION_BASES)[number];
 
 /** A monitor governs operation only if its response limits the harm (M below 10). */
 export const governedByMonitor = (entry: FmeaEntry) => entry.msr !== undefined && entry.msr.monitoring < 10;
@@ -183,6 +192,7 @@ export class FmeaCatalogue {
         ...entry,
         priorityRule: PRIORITY_RULE,
         operationalRating: governedByMonitor(doc) ? "FMEA-MSR" : "DFMEA",
+        detectionBasis: doc.msr ? "provisional-credits-run-time-monitor" : "design-verification",
         rpn: doc.severity * doc.occurrence * doc.detection,
         ...(score === undefined ? {} : { score }),
       };
