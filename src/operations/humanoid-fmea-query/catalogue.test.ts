@@ -34,7 +34,7 @@ function strings(value: unknown, path = ""): [string, string][] {
 
 describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   it("holds 96 entries (the spec's count) with distinct ids in catalogue order, at least 6 per subsystem", () => {
-    expect(catalogue.version).toBe("2.1.0");
+    expect(catalogue.version).toBe("2.2.0");
     expect(entries).toHaveLength(96);
     expect(new Set(entries.map((e) => e.id)).size).toBe(96);
     const order = (id: string) => {
@@ -51,10 +51,10 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   });
 
   it("keeps version notes, newest first, that explain every change of entries since 2.0.0", () => {
-    const [latest, ...older] = catalogue.versionNotes;
+    const [latest, previous, ...older] = catalogue.versionNotes;
     expect(latest?.version).toBe(catalogue.version);
-    expect(older.map((n) => n.version)).toEqual(["2.0.0"]);
-    const notes = latest?.changes.join(" ") ?? "";
+    expect([previous, ...older].map((n) => n?.version)).toEqual(["2.1.0", "2.0.0"]);
+    const notes = previous?.changes.join(" ") ?? "";
     // 96 kept: the new mode took the place HFM-COM-05 left when it was merged.
     expect(notes).toMatch(/HFM-SW-09/);
     expect(notes).toMatch(/HFM-COM-05 merged into HFM-PER-06/);
@@ -62,6 +62,13 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
     for (const id of ["HFM-STR-01", "HFM-BAL-08", "HFM-STR-03", "HFM-SAF-08", "HFM-HRI-06"])
       expect(notes).toContain(id);
     expect(notes).toMatch(/FMEA-MSR/);
+    // 2.2.0, the second review: every entry it changed is named in the note.
+    const review = latest?.changes.join(" ") ?? "";
+    for (const id of ["HFM-BAL-08", "HFM-HRI-08", "HFM-HRI-06", "HFM-STR-01", "HFM-NAV-05", "HFM-SAF-08"])
+      expect(review).toContain(id);
+    for (const id of ["HFM-HRI-01", "HFM-BAL-03", "HFM-ACT-02", "HFM-ACT-06", "HFM-PER-06", "HFM-STR-03"])
+      expect(review).toContain(id);
+    expect(review).toMatch(/96 entries/);
     const file = copy();
     file.versionNotes = file.versionNotes.slice(1);
     expect(issues(file)).toContain(`versionNotes: the first note is for version ${catalogue.version}`);
@@ -262,7 +269,9 @@ describe("FMEA-MSR: run-time monitors rated on the AIAG-VDA FMEA-MSR factors (S,
     expect(doc).toContain(
       `The ${monitored.length} entries whose\ndetection controls include a run-time monitor`,
     );
-    expect(doc).toContain(`the others (${entries.length - monitored.length} entries)`);
+    const late = monitored.filter((e) => e.msr?.monitoring === 10).length;
+    expect(doc).toContain(`${entries.length - monitored.length} entries whose detection is design`);
+    expect(doc.replace(/\s+/g, " ")).toContain(`and the ${late} whose response comes after the harm (M 10)`);
     for (const e of entries) {
       if (e.detectionControls.some((c) => ACTS.test(c))) expect(e.msr, e.id).toBeDefined();
     }

@@ -218,7 +218,7 @@ describe("ranking", () => {
 describe("every answer", () => {
   it("names the catalogue version and, per item, both priority schemes with initial and residual ratings", () => {
     for (const body of [{}, { text: "fall" }, { subsystem: "power", offset: 90 }]) {
-      expect(run(body).catalogueVersion).toBe("2.1.0");
+      expect(run(body).catalogueVersion).toBe("2.2.0");
     }
     const item = run({ ids: ["HFM-BAL-07"] }).items[0];
     expect(item).toMatchObject({
