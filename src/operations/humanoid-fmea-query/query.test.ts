@@ -421,7 +421,9 @@ describe("search as engineers type: spelling variants, synonyms, phrases and the
     ["PL d", ["HFM-SAF-01"]],
     ["redundancy", ["HFM-SAF-07"]],
     ["robot hits person", ["HFM-HRI-01", "HFM-PER-01"]],
-    ["robot bumps into worker", ["HFM-HRI-01"]],
+    // The reviewer named HFM-HRI-01 (walks into a person) alone; HFM-PER-01 (a person not detected,
+    // so a collision) holds both "collision" and "worker" and answers first, a fair answer we accept.
+    ["robot bumps into worker", ["HFM-HRI-01", "HFM-PER-01"]],
     ["robot falls on someone", ["HFM-STR-01"]],
     ["handovers", ["HFM-MAN-08"]],
     ["kid", ["HFM-HRI-04"]],

@@ -4,9 +4,8 @@ import { Bm25Index, FALLBACK_BELOW, stem, tokenize } from "./search.ts";
 
 describe("tokenize and stem", () => {
   it("lower-cases, drops stop words and punctuation, and folds simple inflections together", () => {
-    expect(tokenize("The robot FALLS onto a person", "query")).toEqual(["robot", "fall", "onto", "someon"]);
-    // A document keeps its own words and gains the canonical token of each synonym it holds.
-    expect(tokenize("The robot FALLS onto a person")).toEqual(["robot", "fall", "onto", "person", "someon"]);
+    expect(tokenize("The robot FALLS onto a person")).toEqual(["robot", "fall", "onto", "person"]);
+    expect(tokenize("The robot falls on someone", "query")).toEqual(["robot", "fall", "person"]);
     expect(["fall", "falls", "falling"].map(stem)).toEqual(["fall", "fall", "fall"]);
     expect(["stop", "stops", "stopped", "stopping"].map(stem)).toEqual(["stop", "stop", "stop", "stop"]);
     expect(["brake", "brakes", "braking"].map(stem)).toEqual(["brak", "brak", "brak"]);
