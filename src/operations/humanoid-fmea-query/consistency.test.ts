@@ -357,7 +357,7 @@ function walkingSeparation(clause: string): number[] {
 
 /**
  * ISO 13854:2017 minimum gaps, in mm, for the body parts a closing gap of a humanoid can take in
- * (from our knowledge of the standard; /work/shared/reference marks it [K], not checked against
+ * (from our knowledge of the standard; the shared FMEA reference outline marks it [K], not checked against
  * its text). A gap limit must suit the largest body part the entry says can reach the gap.
  */
 const MIN_GAP_MM: readonly { part: string; words: RegExp; mm: number }[] = [
