@@ -125,7 +125,7 @@ const HARM_PHRASES: readonly { name: string; phrase: RegExp; harm: string }[] = 
     // The robot itself falling, whatever it lands on: a 65 kg humanoid near people can land on one.
     name: "the robot falls",
     phrase:
-      /\b(robot|biped)\b[^|.;:]{0,60}?\b(falls|fell|tips over|topples)\b|\brobot's (own )?fall\b(?! zone)/i,
+      /\b(robot|biped)\b[^|.;:]{0,60}?\b(falls|fell|tips over|topples)\b(?! back)|\brobot's (own )?fall\b(?! zone)/i,
     harm: "robot-falls-onto-person",
   },
   {
@@ -177,6 +177,7 @@ describe("one harm, one severity, for every phrase that names the harm", () => {
     );
     // A fall the robot once had is a cause, not a harm this entry leads to.
     expect(named("Extrinsic calibration lost after a fall or bump")).toEqual([]);
+    expect(named("The robot falls back to its careful gait")).toEqual([]);
   });
 
   it.each(HARM_PHRASES)("$name → $harm", ({ phrase, harm }) => {
