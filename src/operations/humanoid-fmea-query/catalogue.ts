@@ -128,7 +128,15 @@ export const FmeaEntryFields = z.strictObject({
       }),
       monitoring: Rating.meta({
         description:
-          "M: how reliably the monitor finds the cause or failure mode in operation and the response reaches the safe state in time: 1 always … 10 not monitored.",
+          "M: how reliably the monitor finds the cause or failure mode in operation and the response reaches the safe state in time: 1 always … 10 not monitored, or a response that comes after the harm.",
+      }),
+      effectAfterResponse: Text.optional().meta({
+        description:
+          "The most severe effect after the system response, where the response does not prevent the harm (then M is 10).",
+      }),
+      severityAfterResponse: Rating.optional().meta({
+        description:
+          "Severity of effectAfterResponse; equal to the entry's severity when the response comes too late.",
       }),
       actionPriority: Priority.meta({
         description: `${PRIORITY_RULE} applied to S, F and M (our rule; the AIAG-VDA FMEA-MSR table is not encoded).`,
@@ -256,6 +264,29 @@ export const FmeaEntrySchema = FmeaEntryFields.superRefine((entry, ctx) => {
         code: "custom",
         path: ["msr", "actionPriority"],
         message: `our rule gives ${ours} for S${entry.severity} F${msr.frequency} M${msr.monitoring}`,
+      });
+    // A response after which the harm is as severe as before earns no monitoring credit.
+    if ((msr.effectAfterResponse === undefined) !== (msr.severityAfterResponse === undefined))
+      ctx.addIssue({
+        code: "custom",
+        path: ["msr", "severityAfterResponse"],
+        message: "the effect after the response and its severity come together",
+      });
+    if (
+      msr.severityAfterResponse !== undefined &&
+      msr.severityAfterResponse >= entry.severity &&
+      msr.monitoring !== 10
+    )
+      ctx.addIssue({
+        code: "custom",
+        path: ["msr", "monitoring"],
+        message: `the response leaves severity ${msr.severityAfterResponse}: it does not limit the harm, so M is 10`,
+      });
+    if (msr.monitoring === 10 && msr.severityAfterResponse === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["msr", "effectAfterResponse"],
+        message: "M 10: state the effect after the (too late) response and its severity",
       });
   }
 });

@@ -16,9 +16,10 @@ export const humanoidFmeaQuery = defineOperation({
     "(subsystem, ISO 12100 hazard type, minimum severity, action priority, cited standard, ids) over our " +
     "catalogue of 96 humanoid-robot failure modes in 12 subsystems: each with function, effects, hazard and " +
     "the harm that fixes its severity, initial and residual severity/occurrence/detection, two action " +
-    "priorities (our own rule utility402-strict-1 and the AIAG-VDA 2019 table), for entries whose run-time " +
-    "monitor acts an FMEA-MSR rating (monitor, system response, frequency, monitoring) and which rating " +
-    "governs operation, causes, prevention and " +
+    "priorities (our own rule utility402-strict-1 and the AIAG-VDA 2019 table), for entries with a run-time " +
+    "monitor (one that acts, or that alerts people who act) an FMEA-MSR rating (monitor, system response, " +
+    "frequency, monitoring, a priority by our rule: the handbook's FMEA-MSR table is not encoded) and which " +
+    "rating governs operation, what the detection rating rests on, causes, prevention and " +
     "detection controls, further actions where the residual priority is H, the safety functions it relies " +
     "on with stop category and required PL/SIL, a verification test with a measurable acceptance criterion, " +
     "and standards cited by number, edition and topic. Answers `{ catalogueVersion, count, total, items, " +

@@ -27,15 +27,28 @@ export type FmeaItem = Omit<FmeaEntry, "safetyFunctions"> & {
   score?: number;
   priorityRule: typeof PRIORITY_RULE;
   operationalRating: OperationalRating;
+  detectionBasis: DetectionBasis;
   safetyFunctions?: SafetyFunction[];
 };
 
 /**
  * Which rating governs the risk while the robot works: FMEA-MSR where a run-time monitor and its
- * system response control it (the entry has `msr`), otherwise the design FMEA. The design-FMEA
+ * system response control it (the entry has `msr` and its response limits the harm, M below 10),
+ * otherwise the design FMEA. The design-FMEA
  * ratings govern design release either way.
  */
 export const OPERATIONAL_RATINGS = ["FMEA-MSR", "DFMEA"] as const;
+
+/**
+ * What the residual detection D rests on. For entries with a run-time monitor it still credits that
+ * monitor, which `msr.monitoring` rates again (counted twice): provisional until D is re-rated from
+ * pre-release design verification alone.
+ */
+export const DETECTION_BASES = ["design-verification", "provisional-credits-run-time-monitor"] as const;
+export type DetectionBasis = (typeof DETECTION_BASES)[number];
+
+/** A monitor governs operation only if its response limits the harm (M below 10). */
+export const governedByMonitor = (entry: FmeaEntry) => entry.msr !== undefined && entry.msr.monitoring < 10;
 export type OperationalRating = (typeof OPERATIONAL_RATINGS)[number];
 
 export interface FmeaQueryResult {
@@ -62,6 +75,10 @@ function searchableFields(entry: FmeaEntry, functions: ReadonlyMap<string, Safet
     { text: entry.causes.join(" "), weight: 1 },
     { text: entry.preventionControls.join(" "), weight: 1 },
     { text: entry.detectionControls.join(" "), weight: 1 },
+    {
+      text: entry.msr ? `${entry.msr.systemResponse} ${entry.msr.effectAfterResponse ?? ""}` : "",
+      weight: 1,
+    },
     { text: `${entry.verificationTest.method} ${entry.verificationTest.acceptanceCriteria}`, weight: 1 },
     { text: entry.references.map((r) => `${r.standard} ${r.topic} ${r.status ?? ""}`).join(" "), weight: 1 },
     { text: (entry.furtherActions ?? []).join(" "), weight: 1 },
@@ -174,7 +191,8 @@ export class FmeaCatalogue {
       const item: FmeaItem = {
         ...entry,
         priorityRule: PRIORITY_RULE,
-        operationalRating: doc.msr ? "FMEA-MSR" : "DFMEA",
+        operationalRating: governedByMonitor(doc) ? "FMEA-MSR" : "DFMEA",
+        detectionBasis: doc.msr ? "provisional-credits-run-time-monitor" : "design-verification",
         rpn: doc.severity * doc.occurrence * doc.detection,
         ...(score === undefined ? {} : { score }),
       };

@@ -7,7 +7,7 @@ import {
   SUBSYSTEM_IDS,
   SUBSYSTEMS,
 } from "./catalogue.ts";
-import { CATALOGUE, OPERATIONAL_RATINGS } from "./query.ts";
+import { CATALOGUE, DETECTION_BASES, OPERATIONAL_RATINGS } from "./query.ts";
 import { tokenize } from "./search.ts";
 
 export const MAX_LIMIT = CATALOGUE.entries.length;
@@ -114,7 +114,11 @@ const FmeaItem = FmeaEntryFields.extend({
   }),
   operationalRating: z.enum(OPERATIONAL_RATINGS).meta({
     description:
-      "The rating that governs the risk in operation: FMEA-MSR (`msr`) where a run-time monitor and its system response control it, otherwise DFMEA. The DFMEA ratings always govern design release.",
+      "The rating that governs the risk in operation: FMEA-MSR (`msr`) where a run-time monitor and its system response limit the harm (M below 10), otherwise DFMEA. The DFMEA ratings always govern design release.",
+  }),
+  detectionBasis: z.enum(DETECTION_BASES).meta({
+    description:
+      "What the residual `detection` rests on: design verification, or, for entries with `msr`, provisional: it still credits the run-time monitor that `msr.monitoring` rates again, until re-rated from pre-release verification alone.",
   }),
   safetyFunctions: z.array(SafetyFunctionSchema).min(1).optional().meta({
     description:
