@@ -74,8 +74,8 @@ export async function runPaidCleanup({ input, out, url, pay, gate, ledgerPath, k
  * (recordReceipts): @x402/core runs no onPaymentResponse hook for x402 v1 sellers, whose
  * payments would otherwise stay `signed` (counted, never shown as settled).
  */
-export function payingFetch(x402, client, fetchImpl = fetch) {
-  return x402.wrapFetchWithPayment(recordReceipts(fetchImpl, client), client);
+function payingFetch(x402, client) {
+  return x402.wrapFetchWithPayment(recordReceipts(fetch, client), client);
 }
 
 async function main(argv) {
