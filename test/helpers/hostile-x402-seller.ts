@@ -58,6 +58,8 @@ export async function startHostileSeller(options: {
   /** The account that submits settlements (pays gas). */
   relayer: HDAccount;
   terms: SellerTerms;
+  /** The body of a paid answer, from the request's body (default "{}"). */
+  respond?: (requestBody: string) => string;
 }) {
   const chain = { ...base, rpcUrls: { default: { http: [options.rpcUrl] } } };
   const transport = viemHttp(options.rpcUrl);
@@ -108,9 +110,8 @@ export async function startHostileSeller(options: {
 
   const server = http.createServer(async (req, res) => {
     try {
-      for await (const _ of req) {
-        // drain the body
-      }
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
       const port = (server.address() as AddressInfo).port;
       const url = `http://127.0.0.1:${port}${req.url}`;
       const header = req.headers["payment-signature"] ?? req.headers["x-payment"];
@@ -196,7 +197,7 @@ export async function startHostileSeller(options: {
         case "none":
           break;
       }
-      res.writeHead(200, headers).end("{}");
+      res.writeHead(200, headers).end(options.respond?.(Buffer.concat(chunks).toString("utf8")) ?? "{}");
     } catch (error) {
       res.writeHead(500).end(String(error));
     }

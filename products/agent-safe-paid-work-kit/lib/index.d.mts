@@ -114,5 +114,7 @@ export function summarise(entries: LedgerEntry[], timeZone?: string): Record<str
 export class LockTimeout extends Error {}
 export function withLedgerLock<T>(ledgerPath: string, work: () => T, options?: { timeoutMs?: number; staleMs?: number }): Promise<T>;
 
-export const SECRET_RULES: [string, RegExp, ((match: string, text: string) => boolean)?][];
-export function scanSecrets(text: string): { rule: string; line: number; excerpt: string }[];
+/** [name, global RegExp, optional check(matchText, text, match)]. */
+export const SECRET_RULES: [string, RegExp, ((match: string, text: string, groups: RegExpMatchArray) => boolean)?][];
+/** Text, or a file's bytes (UTF-8, or UTF-16 with a byte-order mark). Excerpts are redacted. */
+export function scanSecrets(input: string | Uint8Array): { rule: string; line: number; excerpt: string }[];

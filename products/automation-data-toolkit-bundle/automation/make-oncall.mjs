@@ -13,7 +13,7 @@ const KIT_FOLDERS = ["scripts", "gates", "lib", "ledger", "policy", "runbooks", 
 
 const TRIAGE = `| Symptom | First command (from the bundle's root) | Section |
 |---|---|---|
-| A paid call timed out, answered 503 or 402 after paying; the process died mid-call | \`node agent-safe-paid-work-kit/scripts/ledger.mjs ledger.jsonl\` (its \`openAuthorizations\`) | [A payment did not settle](#runbook-a-payment-did-not-settle-or-you-do-not-know-whether-it-did) |
+| A paid call timed out, answered 503 or 402 after paying, or settled without a receipt; the process died mid-call | \`node agent-safe-paid-work-kit/scripts/ledger.mjs ledger.jsonl\` (its \`openAuthorizations\` and \`unknownAuthorizations\`), then \`node agent-safe-paid-work-kit/scripts/ledger.mjs ledger.jsonl --policy policy.json\` (asks the chain about the unknown ones and records the answer) | [A payment did not settle](#runbook-a-payment-did-not-settle-or-you-do-not-know-whether-it-did) |
 | \`paid-cleanup.mjs\` exit 5 (seller failed) | the same, then the run's \`--report\` | [A payment did not settle](#runbook-a-payment-did-not-settle-or-you-do-not-know-whether-it-did) |
 | \`paid-cleanup.mjs\` exit 4 (refused) or 3 (needs approval) | \`node agent-safe-paid-work-kit/scripts/check-payment.mjs --policy policy.json --header <PAYMENT-REQUIRED> --ledger ledger.jsonl\` | nothing was signed: a seller raised its price, or the day's budget is spent; change the policy only in a reviewed commit |
 | A deliverable you paid for is disputed, or \`paid-cleanup.mjs\` exit 1 (paid, result rejected by its gate) | \`node agent-safe-paid-work-kit/gates/deliverable-gate.mjs <folder> --spec acceptance.json\` | [Disputed deliverable](#runbook-the-deliverable-you-paid-for-or-delivered-is-disputed) |
@@ -22,7 +22,13 @@ const TRIAGE = `| Symptom | First command (from the bundle's root) | Section |
 | A file from someone else arrives | \`node csv-json-quality-toolkit/scripts/profile.mjs <file>\` | [Taking in a file](#runbook-taking-in-a-csv-or-json-file-from-someone-else) |
 
 Exit codes: every script 0 pass, 1 fail, 2 wrong call; \`check-payment.mjs\` 3 needs approval;
-\`paid-cleanup.mjs\` 3 needs approval, 4 refused by the policy, 5 the seller failed.`;
+\`paid-cleanup.mjs\` 3 needs approval, 4 refused by the policy, 5 the seller failed.
+
+A payment signed without a receipt is never dropped when its \`validBefore\` passes: it stays
+\`signed\` (counted against the limits, listed under \`unknownAuthorizations\`) until the chain
+answers. Then it is \`settled\` with \`"chainState": "used"\` and the \`block\` the chain was read at
+(no \`transaction\`: no receipt named one), or \`expired\` with \`"chainState": "unused"\`: never
+charged.`;
 
 /** A runbook with its headings one level down and its kit-relative paths prefixed with the kit. */
 export function joinRunbook(kit, text) {

@@ -12,19 +12,21 @@
 // exit 0 paid and the result passes its gate; 1 paid, but the result fails its gate (keep the
 //   report: runbooks/disputed-deliverable.md); 2 wrong call; 3 needs a human's approval (nothing
 //   signed); 4 refused by the spend policy (nothing signed); 5 the seller failed (see the ledger:
-//   a signed payment without a receipt counts until validBefore; runbooks/failed-settlement.md)
+//   a signed payment without a receipt counts until the chain shows it unused;
+//   runbooks/failed-settlement.md)
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { foldLedger, readLedger } from "../agent-safe-paid-work-kit/lib/index.mjs";
+import { foldLedger, guardClient, readLedger, recordReceipts } from "../agent-safe-paid-work-kit/lib/index.mjs";
 import { parseCsv, toCsv } from "../csv-json-quality-toolkit/lib/csv.mjs";
 
 export const EXIT = { ACCEPTED: 0, REJECTED: 1, USAGE: 2, APPROVAL: 3, REFUSED: 4, SELLER: 5 };
 const QUALITY_GATE = path.resolve(import.meta.dirname, "../csv-json-quality-toolkit/gates/quality-gate.mjs");
 
 /**
- * One run. `pay` is a paying fetch built on a GUARDED x402 client (guardClient). Returns
+ * One run. `pay` is a paying fetch built on a GUARDED x402 client (guardClient) over a fetch
+ * that records receipts (recordReceipts; see payingFetch). Returns
  * { code, report }; writes `out` only when the seller answered with rows.
  */
 export async function runPaidCleanup({ input, out, url, pay, gate, ledgerPath, keys }) {
@@ -67,6 +69,15 @@ export async function runPaidCleanup({ input, out, url, pay, gate, ledgerPath, k
   return { code: gated.status === 0 ? EXIT.ACCEPTED : EXIT.REJECTED, report };
 }
 
+/**
+ * The paying fetch of a guarded client. The receipts are read on the fetch below the x402 one
+ * (recordReceipts): @x402/core runs no onPaymentResponse hook for x402 v1 sellers, whose
+ * payments would otherwise stay `signed` (counted, never shown as settled).
+ */
+function payingFetch(x402, client) {
+  return x402.wrapFetchWithPayment(recordReceipts(fetch, client), client);
+}
+
 async function main(argv) {
   const options = {};
   for (let i = 0; i < argv.length; i += 2) {
@@ -85,7 +96,6 @@ async function main(argv) {
   } catch {
     return usage("@x402/fetch, @x402/evm and viem are needed: run `npm ci --ignore-scripts` in the bundle's automation/ folder");
   }
-  const { guardClient } = await import("../agent-safe-paid-work-kit/lib/index.mjs");
   const x402client = x402.registerExactEvmScheme(new x402.x402Client(), { signer: x402.privateKeyToAccount(key) });
   // The client's own default cap is $1 a payment (a cleanup costs $2): the spend policy is the limit here.
   x402client.setSpendControls?.({ maxAmountPerPayment: false });
@@ -97,7 +107,7 @@ async function main(argv) {
     input: options.input,
     out: options.out,
     url: options.url,
-    pay: x402.wrapFetchWithPayment(fetch, client),
+    pay: payingFetch(x402, client),
     gate: options.gate,
     ledgerPath: options.ledger,
     keys: options.keys?.split(","),

@@ -37,3 +37,11 @@ test("every `node <script>` in the page and the templates runs a file of the bun
   assert.ok(scripts.length >= 10, scripts.join(" "));
   for (const script of scripts) assert.ok(fs.existsSync(path.join(bundle, script)), script);
 });
+
+test("the CHANGELOG's newest section names the version of each kit the bundle carries", () => {
+  const newest = fs.readFileSync(path.join(bundle, "CHANGELOG.md"), "utf8").split(/^## /m)[1];
+  for (const kit of ["agent-safe-paid-work-kit", "csv-json-quality-toolkit"]) {
+    const { version } = JSON.parse(fs.readFileSync(path.join(bundle, kit, "package.json"), "utf8"));
+    assert.ok(newest.includes(`${kit} ${version}`), `${kit} ${version}`);
+  }
+});

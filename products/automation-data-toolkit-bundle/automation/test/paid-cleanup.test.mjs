@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, test } from "node:test";
-import { foldLedger, guardClient, readLedger } from "../../agent-safe-paid-work-kit/lib/index.mjs";
+import { checkPolicy, foldLedger, guardClient, readLedger } from "../../agent-safe-paid-work-kit/lib/index.mjs";
 import { MiniX402Client, miniWrapFetch } from "../../agent-safe-paid-work-kit/test/support/mini-x402.mjs";
 import { startSeller, USDC } from "../../agent-safe-paid-work-kit/test/support/seller.mjs";
 import { EXIT, runPaidCleanup } from "../paid-cleanup.mjs";
@@ -141,4 +141,25 @@ test("the paid job installs only what automation/package-lock.json pins (exact v
   assert.match(workflow.slice(0, install), /working-directory: tools\/automation-data-toolkit-bundle\/automation\s*\n\s*run: $/);
   assert.ok(install < workflow.indexOf("X402_PRIVATE_KEY:"), "the install step comes before, and without, the key");
   assert.match(fs.readFileSync(path.join(bundle, "automation/schedule/paid-cleanup.crontab"), "utf8"), /npm ci --ignore-scripts/);
+});
+
+test("every spend policy the bundle ships is valid, names an rpc for each network (a placeholder host the operator replaces) and its day's time zone", () => {
+  const walk = (dir) =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.name === "node_modules" ? [] : e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+  const policies = walk(bundle)
+    .filter((file) => file.endsWith(".json") && !file.includes(`${path.sep}test${path.sep}`))
+    .map((file) => [path.relative(bundle, file), JSON.parse(fs.readFileSync(file, "utf8"))])
+    .filter(([, json]) => json && typeof json === "object" && "maxPerDay" in json);
+  assert.deepEqual(policies.map(([file]) => file.split(path.sep).join("/")).sort(), ["agent-safe-paid-work-kit/policy/example-policy.json", "automation/spend-policy.example.json"]);
+  for (const [file, policy] of policies) {
+    assert.deepEqual(checkPolicy(policy), [], file);
+    assert.deepEqual(Object.keys(policy.rpc ?? {}).sort(), [...policy.networks].sort(), `${file}: an rpc per network`);
+    for (const url of Object.values(policy.rpc)) assert.match(new URL(url).hostname, /\.example$/, `${file}: ${url} is a placeholder`);
+    assert.equal(typeof policy.timeZone, "string", file);
+  }
+  // The paid cleanup's own policy lets one $2 cleanup a day through, at the seller the templates call.
+  const cleanupPolicy = JSON.parse(fs.readFileSync(path.join(bundle, "automation/spend-policy.example.json"), "utf8"));
+  const url = fs.readFileSync(path.join(bundle, "automation/ci/paid-cleanup.yml"), "utf8").match(/--url (\S+)/)[1];
+  assert.deepEqual(cleanupPolicy.hosts, [new URL(url).hostname]);
+  assert.equal(cleanupPolicy.maxPerPayment, "2000000");
 });
