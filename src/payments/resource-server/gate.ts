@@ -232,6 +232,7 @@ export class PaymentGate {
       runningHere: this.work.running(record.paymentKey) !== undefined,
       final: record.outcome
         ? {
+            held: record.state === "held",
             soldDownload: this.kinds[request.operation.kind].soldDownload(record.state),
             ageMs: this.now() - Date.parse(record.updatedAt),
             token,
@@ -264,7 +265,7 @@ export class PaymentGate {
       case "refuse-replay":
         throw alreadyUsed(
           verdict.why === "expired"
-            ? "this payment was already used and its outcome is no longer served; sign a new payment"
+            ? this.kinds[request.operation.kind].expiredReplay
             : `this download is resumed with its payment and ${this.answers.downloadTokenName} its first answer carried`,
         );
       case "serve":

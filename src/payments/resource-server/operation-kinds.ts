@@ -48,6 +48,8 @@ export interface PaymentKind {
   recover(record: PaymentRecord, context: PaymentContext, services: KindServices): Promise<StoredOutcome>;
   /** A final payment in this state is a sold download: resumable for longer, behind its token. */
   soldDownload(state: PaymentState): boolean;
+  /** What a repeat of this payment hears once its outcome is no longer replayed (409). */
+  expiredReplay: string;
 }
 
 /** Settled as soon as the answer is kept; an unfinished one is decided from the token. */
@@ -60,6 +62,7 @@ const settledNow: PaymentKind = {
     settlement.settleNow(identity, context, answer, resumed),
   recover: (record, context, { settlement }) => settlement.resolve(record, context, record.pendingOutcome),
   soldDownload: () => false,
+  expiredReplay: "this payment was already used and its outcome is no longer served; sign a new payment",
 };
 
 /** A download: settled now, its answer bound to its first caller, resumable once sold. */
@@ -93,6 +96,10 @@ const heldForJob: PaymentKind = {
     });
   },
   soldDownload: () => false,
+  expiredReplay:
+    "this payment's job was accepted and has ended: do not pay again; its 202 (jobId, Location) is replayed " +
+    "while the payment is held and for two minutes after it was settled or released, not later, because a " +
+    "settled payment is public on chain; the job's result is at GET /v1/jobs/{jobId} of that 202",
 };
 
 export const PAYMENT_KINDS: Readonly<Record<OperationKind, PaymentKind>> = {
