@@ -244,6 +244,52 @@ for (const engine of [sqlite, postgres]) {
     afterAll(() => {
       console.log(`held admission (${engine.name}): fast-check seed ${SEED} (FC_SEED=${SEED} replays it)`);
     });
+    it("a lost 202: the same payment replayed 130 s and 10 minutes later is the same job; once ended, not to pay again", async () => {
+      const ledger = await engine.create();
+      const store = await ledger.open();
+      const chain = new ModelChain();
+      const offset = { ms: 0 };
+      const { gate, brief } = heldGate({
+        store,
+        chain,
+        maxHeldPerPayer: CAP,
+        now: () => Date.now() + offset.ms,
+      });
+      try {
+        const payer = payerAddress(9);
+        chain.fund(payer, BRIEF_PRICE);
+        const header = briefPayment(payer, 1);
+        const first = await httpOutcome(gate, brief(header));
+        expect(first.status).toBe(202);
+        const { jobId } = JSON.parse(first.body);
+        for (const later of [130_000, 600_000]) {
+          offset.ms = later;
+          const again = await httpOutcome(gate, brief(header));
+          expect(again.status).toBe(202);
+          expect(again.headers["x-payment-replayed"]).toBe("true");
+          expect(JSON.parse(again.body).jobId).toBe(jobId);
+        }
+        const key =
+          `${briefRequirements.network}:${briefRequirements.asset}:${payer}:0x${"1".padStart(64, "0")}`.toLowerCase();
+        const record = await store.getPayment(key);
+        expect(record?.state).toBe("held");
+        await store.takeOverPayment(key, Date.now() + offset.ms, Date.now() + offset.ms + 60_000);
+        await store.completePayment(key, {
+          state: "settled",
+          txHash: "0x1",
+          outcome: record?.outcome as never,
+        });
+        offset.ms = 600_000 + 180_000;
+        const ended = await httpOutcome(gate, brief(header));
+        expect(ended.status).toBe(409);
+        expect(JSON.parse(ended.body).detail).toContain("do not pay again");
+      } finally {
+        gate.leases.stop();
+        await store.close();
+        await ledger.dispose();
+      }
+    });
+
     it("never accepts more held jobs than a payer's balance covers or the cap allows; a held 202 replays", async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), (steps) =>

@@ -4,7 +4,6 @@ import type {
   PaymentRecord,
   PaymentState,
   Reservation,
-  Store,
   StoredOutcome,
 } from "../../store/store.ts";
 import { reserveHeld } from "./held-admission.ts";
