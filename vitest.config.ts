@@ -11,6 +11,7 @@ const STORE_SENSITIVE = [
   "test/operations/research-brief.e2e.test.ts",
   "test/operations/research-brief-settlement.e2e.test.ts",
   "test/operations/research-brief-workers.e2e.test.ts",
+  "test/operations/research-brief-floods.e2e.test.ts",
   "test/hardening/concurrent-duplicates.e2e.test.ts",
   "test/contract/paid-operations.e2e.test.ts",
   "test/x402-v1/payment-identifier.e2e.test.ts",

@@ -32,6 +32,7 @@ import { buildRouteTerms, type PaymentTerms } from "./payments/resource-server/t
 import { createAuthorizationChecker } from "./payments/settler/authorization-state.ts";
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
+import { createTokenBalances } from "./payments/settler/token-balances.ts";
 import { Problem } from "./problem.ts";
 import { ShutdownStack } from "./shutdown-stack.ts";
 import { databaseStartError, listenStartError, rpcStartError } from "./startup-error.ts";
@@ -369,6 +370,7 @@ function startPayments(
     now: clock,
     settlementTimeoutMs: config.payment.settlementTimeoutMs,
     maxHeldPerPayer: config.jobs.maxHeldPerPayer,
+    ...(chainRpc ? { balances: createTokenBalances(chainRpc) } : {}),
     log: log.child({ component: "payments" }),
   });
   shutdown.push("payment leases", () => gate.leases.stop());

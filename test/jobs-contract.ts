@@ -48,8 +48,11 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
     });
 
     /** A ledger row for a job's payment, in the given final state (or still verified). */
-    async function payment(state: PaymentState): Promise<string> {
-      const paymentKey = `eip155:8453:0xasset:0xpayer:${randomUUID()}`;
+    async function payment(
+      state: PaymentState,
+      { payer = "0xpayer", validBefore = 0 }: { payer?: string; validBefore?: number } = {},
+    ): Promise<string> {
+      const paymentKey = `eip155:8453:0xasset:${payer}:${randomUUID()}`;
       await store.reservePayment({
         paymentKey,
         payloadHash: "p",
@@ -58,10 +61,10 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
         network: "eip155:8453",
         asset: "0xasset",
         amount: "5000000",
-        payer: "0xpayer",
+        payer,
         payTo: "0xpayto",
         nonce: paymentKey.slice(-36),
-        validBefore: 0,
+        validBefore,
         requestId: "req",
         leaseUntil: 0,
       });
@@ -284,6 +287,50 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
       expect(await queue.expire(queued.id, error)).toBe(false);
     });
 
+    it("claims fairly by payer: a waiting payer's job goes before another job of a payer already running one", async () => {
+      const greedy = [];
+      for (let i = 0; i < 3; i++) {
+        greedy.push(
+          await queue.create(newJob(await payment("held", { payer: "0xgreedy" })), { queued: true }),
+        );
+        clock += 1;
+      }
+      const other = await queue.create(newJob(await payment("held", { payer: "0xother" })), { queued: true });
+      const claimed = [];
+      for (let i = 0; i < 4; i++) claimed.push((await queue.claim(`w${i}`, ["research-brief"], LEASE))?.id);
+      expect(claimed).toEqual([greedy[0]?.id, other.id, greedy[1]?.id, greedy[2]?.id]);
+      // A running job whose lease ran out no longer counts for its payer.
+      // An older job of a payer running one waits behind a newer one of a payer running none.
+      await queue.create(newJob(await payment("held", { payer: "0xother" })), { queued: true });
+      const fresh = await queue.create(newJob(await payment("held", { payer: "0xthird" })), { queued: true });
+      expect((await queue.claim("w5", ["research-brief"], LEASE))?.id).toBe(fresh.id);
+      clock += LEASE + 1;
+      expect((await queue.claim("w6", ["research-brief"], LEASE))?.id).toBe(greedy[0]?.id);
+    });
+
+    it("lists only the held payments that need a look, oldest first, bounded", async () => {
+      const far = Math.floor(clock / 1000) + 3600;
+      const awaiting = await payment("held", { validBefore: far });
+      await queue.create(newJob(awaiting));
+      clock += 1;
+      const running = await payment("held", { validBefore: far });
+      await queue.create(newJob(running), { queued: true });
+      clock += 1;
+      const expiring = await payment("held", { validBefore: far - 3000 });
+      await queue.create(newJob(expiring), { queued: true });
+      const orphan = await payment("held", { validBefore: far });
+      const failed = await payment("held", { validBefore: far });
+      const failedJob = await queue.create(newJob(failed), { queued: true });
+      await queue.expire(failedJob.id, { code: "x", message: "x" });
+      const settled = await payment("settled", { validBefore: far });
+      await queue.create(newJob(settled));
+      const due = await store.heldPaymentsToDecide({ expiringBefore: far - 1000, limit: 10 });
+      expect(new Set(due)).toEqual(new Set([awaiting, expiring, orphan, failed]));
+      expect(due).not.toContain(running);
+      expect(await store.heldPaymentsToDecide({ expiringBefore: far + 1, limit: 10 })).toContain(running);
+      expect(await store.heldPaymentsToDecide({ expiringBefore: far - 1000, limit: 2 })).toHaveLength(2);
+    });
+
     it("a held payment lists, takes a lease, and ends final; the ledger keeps its authorization", async () => {
       const key = await payment("verified");
       expect(
@@ -305,7 +352,7 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
         outcome: { status: 202 },
         held: HELD_AUTHORIZATION,
       });
-      expect((await store.heldPayments()).map((record) => record.paymentKey)).toEqual([key]);
+      expect(await store.heldPaymentsToDecide({ expiringBefore: 0, limit: 10 })).toEqual([key]);
       expect(await store.takeOverPayment(key, clock, clock + LEASE)).toBe(true);
       expect(await store.takeOverPayment(key, clock, clock + LEASE)).toBe(false);
       await store.releaseLease(key);
@@ -316,7 +363,7 @@ export function jobQueueContract(name: string, factory: SubjectFactory): void {
           outcome: held?.outcome as never,
         }),
       ).toBe(true);
-      expect(await store.heldPayments()).toEqual([]);
+      expect(await store.heldPaymentsToDecide({ expiringBefore: 0, limit: 10 })).toEqual([]);
       expect(await store.getPayment(key)).toMatchObject({
         state: "settled",
         txHash: "0xtx",

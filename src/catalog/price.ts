@@ -12,3 +12,12 @@ export function usdToAtomic(priceUsd: string): bigint {
 
 /** An operation's price in USDC's smallest unit, as the x402 terms write it. */
 export const atomicPrice = (operation: AnyOperation) => usdToAtomic(operation.priceUsd).toString();
+
+/** 2500000n → "2.50": an atomic USDC amount in dollars, exactly (at least two decimals). */
+export function atomicToUsd(atomic: bigint): string {
+  const unit = 10n ** BigInt(USD_DECIMALS);
+  const sign = atomic < 0n ? "-" : "";
+  const abs = atomic < 0n ? -atomic : atomic;
+  const fraction = (abs % unit).toString().padStart(USD_DECIMALS, "0").replace(/0+$/, "").padEnd(2, "0");
+  return `${sign}${abs / unit}.${fraction}`;
+}

@@ -11,6 +11,7 @@ import {
   jobDepth,
   type MaintenanceReport,
   type NewJob,
+  RUNNING_OF_PAYER,
   RunnableSignal,
   SECURED_PAYMENT,
   SETTLING_PROGRESS,
@@ -132,9 +133,10 @@ export class PostgresJobQueue implements JobQueue {
         const now = this.now();
         for (;;) {
           const { rows } = await client.query<JobRow>(
-            `SELECT * FROM jobs WHERE type = ANY($1::text[])
-               AND (state = 'queued' OR (state = 'running' AND lease_until <= $2))
-             ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+            `SELECT j.* FROM jobs j LEFT JOIN payments p ON p.payment_key = j.payment_key
+             WHERE j.type = ANY($1::text[])
+               AND (j.state = 'queued' OR (j.state = 'running' AND j.lease_until <= $2))
+             ORDER BY (${RUNNING_OF_PAYER("$2")}), j.created_at, j.id LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
             [types, now],
           );
           const row = rows[0];

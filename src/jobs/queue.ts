@@ -109,8 +109,9 @@ export interface JobQueue {
   /** Deletes a job that is still awaiting payment (its payment did not settle); false otherwise. */
   drop(id: string): Promise<boolean>;
   /**
-   * Takes the oldest runnable job of one of `types` for `workerId`: a queued one, or a running one
-   * whose lease ran out. Counts the attempt; a job past maxAttempts is failed instead of returned.
+   * Takes a runnable job of one of `types` for `workerId` (a queued one, or a running one whose lease ran
+   * out): the oldest of the payer with the fewest jobs running (RUNNING_OF_PAYER). Counts the attempt; a
+   * job past maxAttempts is failed instead of returned.
    */
   claim(workerId: string, types: readonly string[], leaseMs: number): Promise<Job | undefined>;
   /** Renews the lease (and records progress) while workerId still holds the job; false if it lost it. */
@@ -190,6 +191,16 @@ export function jobDepth(
 
 /** What a paid job shows while its result waits for its payment to be settled. */
 export const SETTLING_PROGRESS: JobProgress = { stage: "settling payment", fraction: 0.98 };
+
+/**
+ * Fair queueing by payer: a claim takes the oldest runnable job of the payer with the fewest jobs running
+ * now (the candidate's payer is `p.payer`), so one payer's jobs never keep every worker while another
+ * payer's job waits: the next free worker takes the other payer's job. Jobs without a payment count as one
+ * payer with nothing running. `now` is the SQL parameter holding the claim's clock (leases still running).
+ */
+export const RUNNING_OF_PAYER = (now: string) => `SELECT count(*) FROM jobs r
+  JOIN payments rp ON rp.payment_key = r.payment_key
+  WHERE r.state = 'running' AND r.lease_until > ${now} AND rp.payer = p.payer`;
 
 /** Ledger states in which a job's payment is secured: the job may run. */
 export const SECURED_PAYMENT = "SELECT payment_key FROM payments WHERE state IN ('held', 'settled')";

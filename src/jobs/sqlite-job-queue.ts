@@ -11,6 +11,7 @@ import {
   jobDepth,
   type MaintenanceReport,
   type NewJob,
+  RUNNING_OF_PAYER,
   RunnableSignal,
   SECURED_PAYMENT,
   SETTLING_PROGRESS,
@@ -85,9 +86,10 @@ export class SqliteJobQueue implements JobQueue {
       ),
       drop: db.prepare("DELETE FROM jobs WHERE id = ? AND state = 'awaiting_payment'"),
       runnable: db.prepare(
-        `SELECT * FROM jobs WHERE type IN (SELECT value FROM json_each(?))
-           AND (state = 'queued' OR (state = 'running' AND lease_until <= ?))
-         ORDER BY created_at, id LIMIT 1`,
+        `SELECT j.* FROM jobs j LEFT JOIN payments p ON p.payment_key = j.payment_key
+         WHERE j.type IN (SELECT value FROM json_each(@types))
+           AND (j.state = 'queued' OR (j.state = 'running' AND j.lease_until <= @now))
+         ORDER BY (${RUNNING_OF_PAYER("@now")}), j.created_at, j.id LIMIT 1`,
       ),
       take: db.prepare(
         `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = @workerId,
@@ -200,7 +202,7 @@ export class SqliteJobQueue implements JobQueue {
     const take = this.db.transaction((): JobRow | undefined => {
       const now = this.now();
       for (;;) {
-        const row = this.statements.runnable.get(JSON.stringify(types), now) as JobRow | undefined;
+        const row = this.statements.runnable.get({ types: JSON.stringify(types), now }) as JobRow | undefined;
         if (!row) return undefined;
         if (row.attempts >= row.max_attempts) {
           const error = attemptsExhausted(row.attempts);

@@ -80,7 +80,59 @@ export interface PaymentCompletion {
   txHash?: string | null;
   error?: string | null;
   outcome: StoredOutcome;
+  /**
+   * The lease the writer holds on the payment (its compare-and-set): a release or a failure is refused
+   * once another attempt has taken the payment over. A settlement is written whoever saw it (money moved).
+   * Omitted only by tools and tests that own the whole ledger.
+   */
+  lease?: number;
 }
+
+/** A lease value no payment ever has: the writer lost its lease, so its non-settling write must not land. */
+export const NO_LEASE = -1;
+
+/**
+ * What a held payment's reservation is checked against, under one serialisation per payer (an IMMEDIATE
+ * transaction on SQLite, a transaction-scoped advisory lock on PostgreSQL), so that concurrent admissions
+ * of one payer, at any number of instances, are counted one after the other.
+ */
+export interface HeldAdmission {
+  /** Unfinished (verified or held) payments of this operation one payer may have at once, this one included. */
+  maxOutstanding: number;
+  /**
+   * The payer's balance of the asset read for this admission (atomic units, decimal): it must cover every
+   * unfinished authorization of the payer on this network and asset plus this one. Absent: not checked.
+   */
+  balance?: string;
+}
+
+/** Why a held payment was not reserved: what the payer already has outstanding. */
+export interface HeldRefusal {
+  why: "cap" | "funds";
+  /** The payer's unfinished payments of this operation. */
+  outstanding: number;
+  /** The sum of all the payer's unfinished authorizations on this network and asset (atomic, decimal). */
+  outstandingAmount: string;
+  /** funds: how much the balance lacks to cover them all plus this one (atomic, decimal). */
+  shortfall?: string;
+}
+
+/** The admission rule, engine-neutral: the stores count under their lock, this decides. */
+export function heldRefusal(
+  counted: { sameOperation: number; amount: string },
+  amount: string,
+  admission: HeldAdmission,
+): HeldRefusal | undefined {
+  const outstanding = { outstanding: counted.sameOperation, outstandingAmount: counted.amount };
+  if (counted.sameOperation >= admission.maxOutstanding) return { why: "cap", ...outstanding };
+  if (admission.balance === undefined) return undefined;
+  const needed = BigInt(counted.amount) + BigInt(amount);
+  const shortfall = needed - BigInt(admission.balance);
+  return shortfall > 0n ? { why: "funds", ...outstanding, shortfall: shortfall.toString() } : undefined;
+}
+
+/** How long after its validBefore a signed authorization may still land (a transfer already in flight). */
+export const LATE_LANDING_MS = 30_000;
 
 export interface RevenueRow {
   day: string;
@@ -144,7 +196,10 @@ export interface SettlementTransactionRecord extends Omit<SettlementTransactionN
   amount: string | null;
 }
 
-export type ReserveResult = { reserved: true } | { reserved: false; existing: PaymentRecord };
+/** A reservation made, or the payment already in the ledger. */
+export type Reservation = { reserved: true } | { reserved: false; existing: PaymentRecord };
+
+export type ReserveResult = Reservation | { reserved: false; refused: HeldRefusal };
 
 /** A client's idempotency key (the x402 payment-identifier, scoped to its payer) claimed for a payment. */
 export interface PaymentIdentifierClaim {
@@ -160,8 +215,13 @@ export interface PaymentIdentifierClaim {
 export interface Store {
   readonly kind: "sqlite" | "postgres";
   ping(): Promise<void>;
-  /** Inserts the payment in state "verified" unless its key exists; never overwrites. */
-  reservePayment(payment: NewPayment): Promise<ReserveResult>;
+  /**
+   * Inserts the payment in state "verified" unless its key exists; never overwrites. With an admission
+   * (a held payment), first counts the payer's unfinished payments under the per-payer serialisation and
+   * refuses the reservation when they reach the cap or the balance does not cover them all plus this one.
+   */
+  reservePayment(payment: NewPayment): Promise<Reservation>;
+  reservePayment(payment: NewPayment, admission: HeldAdmission): Promise<ReserveResult>;
   getPayment(paymentKey: string): Promise<PaymentRecord | undefined>;
   /** Keeps the operation's answer before settling, so a crash or a lost receipt cannot lose a paid result. */
   recordPendingOutcome(paymentKey: string, outcome: StoredOutcome): Promise<void>;
@@ -174,8 +234,13 @@ export interface Store {
     paymentKey: string,
     hold: { outcome: StoredOutcome; held: HeldAuthorization },
   ): Promise<boolean>;
-  /** Every payment in state "held", oldest first: what the held-payment settler looks after. */
-  heldPayments(): Promise<PaymentRecord[]>;
+  /**
+   * The keys of held payments that need a look, oldest first, at most `limit`: those whose job is not
+   * queued or running (ready, failed, awaiting payment, missing), and those whose authorization expires
+   * before `expiringBefore` (unix seconds; their job's deadline is near). A held payment whose job simply
+   * waits or runs is not read at all.
+   */
+  heldPaymentsToDecide(options: { expiringBefore: number; limit: number }): Promise<string[]>;
   /**
    * Payments left "verified" whose lease ran out (their owner stopped: a crash, a lost store): what the
    * recovery sweeper resolves, oldest lease first, at most `limit`.
@@ -211,7 +276,9 @@ export interface Store {
   settlementTransactions(): Promise<SettlementTransactionRecord[]>;
   /**
    * Binds a payment-identifier to this payment unless another payment holds it (one in the ledger that was
-   * not released or failed, or a fresh claim whose payment is not in the ledger yet); answers the payment
+   * not released, nor failed with an authorization that can no longer land — `now` past its validBefore +
+   * LATE_LANDING_MS: "settled may replace failed" — or a fresh claim whose payment is not in the ledger
+   * yet); answers the payment
    * key that holds it after the attempt (this one's, or the holder's).
    */
   claimPaymentIdentifier(claim: PaymentIdentifierClaim): Promise<string>;

@@ -166,6 +166,81 @@ export function describeStoreContract(
       });
     });
 
+    it("lets only the lease holder write a release or a failure; a settlement always lands", async () => {
+      const p = payment({ leaseUntil: 5_000 });
+      await store.reservePayment(p);
+      // The first owner stalled past its lease; another attempt took the payment over.
+      expect(await store.takeOverPayment(p.paymentKey, 5_000, 20_000)).toBe(true);
+      const stale = { lease: 5_000 };
+      expect(
+        await store.completePayment(p.paymentKey, { state: "released", outcome: outcome("r"), ...stale }),
+      ).toBe(false);
+      expect(
+        await store.completePayment(p.paymentKey, { state: "failed", outcome: outcome("f"), ...stale }),
+      ).toBe(false);
+      expect((await store.getPayment(p.paymentKey))?.state).toBe("verified");
+      // Money that moved is recorded whoever saw it.
+      expect(
+        await store.completePayment(p.paymentKey, {
+          state: "settled",
+          txHash: "0x1",
+          outcome: outcome("s"),
+          ...stale,
+        }),
+      ).toBe(true);
+      const q = payment({ leaseUntil: 5_000 });
+      await store.reservePayment(q);
+      expect(
+        await store.completePayment(q.paymentKey, { state: "released", outcome: outcome("r"), lease: 5_000 }),
+      ).toBe(true);
+    });
+
+    it("admits a held payment only within the payer's cap and balance, counted one admission at a time", async () => {
+      const brief = (payer: string) => payment({ operationId: "research-brief", amount: "5000000", payer });
+      // 12 at once, funds for one: exactly one reserved, the others told the shortfall.
+      const results = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          store.reservePayment(brief("0xpoor"), { maxOutstanding: 3, balance: "5000000" }),
+        ),
+      );
+      expect(results.filter((result) => result.reserved)).toHaveLength(1);
+      const refusals = results.flatMap((result) => ("refused" in result ? [result.refused] : []));
+      expect(refusals).toHaveLength(11);
+      expect(refusals[0]).toEqual({
+        why: "funds",
+        outstanding: 1,
+        outstandingAmount: "5000000",
+        shortfall: "5000000",
+      });
+      // Well funded: the cap counts verified (in flight) and held payments alike.
+      const rich = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          store.reservePayment(brief("0xrich"), { maxOutstanding: 3, balance: "1000000000" }),
+        ),
+      );
+      const richKeys = rich.flatMap((result, i) => (result.reserved ? [i] : []));
+      expect(richKeys).toHaveLength(3);
+      expect(rich.find((result) => "refused" in result)).toMatchObject({
+        refused: { why: "cap", outstanding: 3 },
+      });
+      // Other operations' unfinished payments count against the balance, not the cap; final ones not at all.
+      const sync = payment({ payer: "0xmixed", amount: "3000000" });
+      await store.reservePayment(sync);
+      const mixed = { maxOutstanding: 1, balance: "7000000" };
+      expect(await store.reservePayment(brief("0xmixed"), mixed)).toMatchObject({
+        refused: { why: "funds", outstanding: 0, outstandingAmount: "3000000", shortfall: "1000000" },
+      });
+      await store.completePayment(sync.paymentKey, { state: "released", outcome: outcome("x") });
+      expect(await store.reservePayment(brief("0xmixed"), mixed)).toEqual({ reserved: true });
+      // A payment already in the ledger is that payment, whatever the limits.
+      const known = brief("0xmixed");
+      await store.reservePayment(known);
+      expect(await store.reservePayment(known, { maxOutstanding: 0, balance: "0" })).toMatchObject({
+        reserved: false,
+        existing: { paymentKey: known.paymentKey },
+      });
+    });
+
     it("sums settled revenue by operation and day, and counts payments by state", async () => {
       const settle = async (operationId: string, amount: string) => {
         const p = payment({ operationId, amount });
@@ -352,6 +427,19 @@ export function describeStoreContract(
       expect(await claimFor(next)).toBe(released.paymentKey);
       await store.completePayment(released.paymentKey, { state: "released", outcome: outcome("x") });
       expect(await claimFor(next)).toBe(next.paymentKey);
+      // A failed payment may still be settled by a transfer that lands late ("settled may replace failed"):
+      // its id stays its own until its authorization can no longer land (validBefore + 30 s).
+      const refused = payment();
+      const retry = payment();
+      const refusedKey = "0xpayer:pay_refused_0123456789";
+      const claimAt = (p: NewPayment, now: number) =>
+        store.claimPaymentIdentifier({ key: refusedKey, paymentKey: p.paymentKey, now, staleBefore: 0 });
+      expect(await claimAt(refused, 1_000)).toBe(refused.paymentKey);
+      await store.reservePayment(refused);
+      await store.completePayment(refused.paymentKey, { state: "failed", outcome: outcome("f") });
+      expect(await claimAt(retry, 2_000)).toBe(refused.paymentKey);
+      expect(await claimAt(retry, refused.validBefore * 1000 + 30_000)).toBe(refused.paymentKey);
+      expect(await claimAt(retry, refused.validBefore * 1000 + 30_001)).toBe(retry.paymentKey);
       // Stale and never recorded: free again.
       const stale = await store.claimPaymentIdentifier({
         key,

@@ -181,7 +181,7 @@ describe("research-brief: charged only for a delivered brief", () => {
     expect(second.status).toBe(429);
     expect(second.headers.get("retry-after")).toBe("30");
     expect((await second.json()).detail).toMatch(
-      /^1 jobs of this payer are still running .*nothing was charged$/,
+      /^1 jobs of this payer are accepted or being accepted .*nothing was charged$/,
     );
     clockOffset += 30 * 60_000;
     const job = await pollUntilFinished(statusUrl);

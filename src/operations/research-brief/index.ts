@@ -158,7 +158,7 @@ export const researchBrief = defineOperation({
     {
       status: 429,
       description:
-        "This payer already has JOB_MAX_HELD_PER_PAYER jobs running on payments held until they deliver; nothing is charged.",
+        "This payer already has JOB_MAX_HELD_PER_PAYER jobs accepted or being accepted on payments held until they deliver; nothing is charged.",
     },
   ],
   start,

@@ -74,7 +74,8 @@ describe("the paid-call pipeline around settlement", () => {
     expect(outcome.headers["PAYMENT-RESPONSE"]).toBeUndefined();
     expect(settled).toBe(0);
     expect(finals).toEqual([{ state: "held", ledger: "held" }]);
-    expect((await store.heldPayments())[0]?.held?.payload.payload).toMatchObject({
+    const [heldKey] = await store.heldPaymentsToDecide({ expiringBefore: 0, limit: 10 });
+    expect((await store.getPayment(heldKey as string))?.held?.payload.payload).toMatchObject({
       authorization: { from: "0x2222222222222222222222222222222222222222" },
     });
 

@@ -6,9 +6,11 @@ import { Problem } from "../../problem.ts";
 import { isStoreOutage } from "../../store/outage.ts";
 import type { PaymentRecord, PaymentState, Store, StoredOutcome } from "../../store/store.ts";
 import type { AuthorizationChecker } from "../settler/authorization-state.ts";
+import type { TokenBalances } from "../settler/token-balances.ts";
 import { jobDeadline } from "./job-payment.ts";
+import type { KindServices } from "./kind-services.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
-import { type KindServices, PAYMENT_KINDS, type PaymentKind } from "./operation-kinds.ts";
+import { PAYMENT_KINDS, type PaymentKind } from "./operation-kinds.ts";
 import {
   type GateOutcome,
   type KeptAnswers,
@@ -64,8 +66,10 @@ export class PaymentGate {
     now?: () => number;
     /** How long one settlement may wait for its receipt; leases cover two of them. */
     settlementTimeoutMs: number;
-    /** Jobs one payer may run at once on held payments. */
+    /** Jobs one payer may have accepted or being accepted at once on held payments. */
     maxHeldPerPayer?: number;
+    /** The payers' token balances, read at each held admission; absent without chain access. */
+    balances?: TokenBalances;
     /** How each kind of operation is paid; by default PAYMENT_KINDS. */
     kinds?: Readonly<Record<OperationKind, PaymentKind>>;
     /** Shared with the recovery sweeper; by default one of the gate's own. */
@@ -89,6 +93,7 @@ export class PaymentGate {
       now: this.now,
       settlementTimeoutMs: options.settlementTimeoutMs,
       maxHeldPerPayer: options.maxHeldPerPayer ?? Number.POSITIVE_INFINITY,
+      ...(options.balances ? { balances: options.balances } : {}),
     };
     this.identifiers = new PaymentIdentifiers(options.store, this.now);
     this.work = new PaymentWork({
@@ -191,14 +196,19 @@ export class PaymentGate {
     const first = await this.identifiers.holder(request, identity);
     if (first) return this.repeat(first, identity, request, "identifier");
     const lease = this.leases.fresh();
-    const reservation = await this.store.reservePayment({
-      ...identity.facts,
-      payloadHash: identity.payloadHash,
-      requestHash: identity.requestHash,
-      operationId: request.operation.id,
-      requestId: request.requestId,
-      leaseUntil: lease,
-    });
+    const reservation = await kind.reserve(
+      {
+        ...identity.facts,
+        payloadHash: identity.payloadHash,
+        requestHash: identity.requestHash,
+        operationId: request.operation.id,
+        requestId: request.requestId,
+        leaseUntil: lease,
+      },
+      identity,
+      request,
+      this.services,
+    );
     if (!reservation.reserved) return this.repeat(reservation.existing, identity, request);
     this.services.metrics.paymentState(request.operation.id, "verified");
     return { kind: "answer", answer: await this.work.start(identity, request, lease), replayed: false };
@@ -222,6 +232,7 @@ export class PaymentGate {
       runningHere: this.work.running(record.paymentKey) !== undefined,
       final: record.outcome
         ? {
+            held: record.state === "held",
             soldDownload: this.kinds[request.operation.kind].soldDownload(record.state),
             ageMs: this.now() - Date.parse(record.updatedAt),
             token,
@@ -254,7 +265,7 @@ export class PaymentGate {
       case "refuse-replay":
         throw alreadyUsed(
           verdict.why === "expired"
-            ? "this payment was already used and its outcome is no longer served; sign a new payment"
+            ? this.kinds[request.operation.kind].expiredReplay
             : `this download is resumed with its payment and ${this.answers.downloadTokenName} its first answer carried`,
         );
       case "serve":

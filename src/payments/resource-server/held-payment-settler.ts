@@ -10,10 +10,11 @@ import type { KeptAnswers } from "./paid-request.ts";
 import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
 import { SweepLoop } from "./sweep-loop.ts";
 
-/** How often every held payment and every ready job is looked at (a finished in-process job wakes it at once). */
-const SWEEP_INTERVAL_MS = 500;
-/** Held payments looked at side by side in one sweep (each may wait for a receipt). */
-const SWEEP_CONCURRENCY = 4;
+/**
+ * How often held payments and ready jobs are looked at (a finished in-process job wakes it at once), how many
+ * side by side (each may wait for a receipt), and how many are read at most per sweep (the rest: the next).
+ */
+const [SWEEP_INTERVAL_MS, SWEEP_CONCURRENCY, SWEEP_LIMIT] = [500, 4, 500];
 
 export interface HeldPaymentSettlerOptions {
   store: Store;
@@ -36,22 +37,14 @@ export interface HeldPaymentSettlerOptions {
 export type HeldOutcome = "settled" | "failed" | "released" | "waiting" | "open";
 
 /**
- * Settles the payments of jobs when, and only when, their result is ready (docs/jobs.md).
- *
- * A job's payment is held at acceptance: verified, its signed authorization kept, nothing sent. This
- * loop, run by every API instance (each held payment is taken under its lease, so two instances never
- * settle the same one), looks at every held payment and every ready job:
- * - job ready → verify again and settle; settled → the result is shown (job succeeded); refused or
- *   unknown → tried again with backoff while the authorization is valid, and the token decides the end:
- *   paid → settled; spent elsewhere → `payment_failed`, the result withheld (kept, not shown); unused
- *   after validBefore + 30 s → released, `payment_expired`;
- * - job failed (provider down, no answer, attempts exhausted) → the payment is released: nothing was
- *   ever sent, nothing is charged;
- * - job still queued or running at its deadline (validBefore minus the time to settle) → the job is
- *   failed `deadline_passed` and the payment released;
- * - job awaiting payment under a held payment (a crash between the two writes) → queued.
- * Every final write is made under the payment's lease and every step is a compare-and-set in the
- * store, so two instances never decide the same payment and a crash anywhere is picked up by the next look.
+ * Settles the payments of jobs when, and only when, their result is ready (docs/jobs.md). Run by every
+ * API instance; it looks at the held payments that need it (store.heldPaymentsToDecide) and every ready job:
+ * job ready → verify again and settle (refused or unknown → retried with backoff; the token decides the
+ * end: paid → settled, spent elsewhere → `payment_failed`, unused after validBefore + 30 s → released);
+ * job failed → released, nothing ever sent; job queued or running at its deadline → failed
+ * `deadline_passed`, released; job awaiting payment under a held payment (a crash between writes) → queued.
+ * Every final write is a compare-and-set under the payment's lease: two instances never decide the same
+ * payment, and a crash anywhere is picked up by the next look.
  */
 export class HeldPaymentSettler {
   private readonly now: () => number;
@@ -79,13 +72,17 @@ export class HeldPaymentSettler {
     this.loop.wake();
   }
 
-  /** One look at every held payment and every ready job, a few at a time. */
+  /** One look at the held payments that need it and every ready job, a few at a time. */
   async sweep(): Promise<void> {
     const { store } = this.options;
-    const [held, ready] = await Promise.all([store.heldPayments(), store.jobs.readyJobs()]);
-    const keys = new Set<string>(held.map((record) => record.paymentKey));
-    for (const job of ready) if (job.paymentKey) keys.add(job.paymentKey);
-    const queue = [...keys];
+    // Not read: held payments whose job waits or runs before its deadline (validBefore ≤ this: deadline reached).
+    const deadlineAt = (this.now() + 2 * this.options.settlementTimeoutMs + SETTLE_MARGIN_MS) / 1000;
+    const expiringBefore = Math.floor(deadlineAt) + 1;
+    const [held, ready] = await Promise.all([
+      store.heldPaymentsToDecide({ expiringBefore, limit: SWEEP_LIMIT }),
+      store.jobs.readyJobs(),
+    ]);
+    const queue = [...new Set([...held, ...ready.flatMap((job) => job.paymentKey ?? [])])];
     const lane = async () => {
       for (let key = queue.shift(); key !== undefined && !this.loop.isStopped; key = queue.shift()) {
         await this.reconcile(key).catch((error) =>
@@ -137,7 +134,7 @@ export class HeldPaymentSettler {
   /** Holding the lease: release, expire or settle, from what the job says. */
   private async decide(record: PaymentRecord, job: Job | undefined, lease: number): Promise<HeldOutcome> {
     const { store } = this.options;
-    if (!job) return this.release(record, "the payment's job is missing");
+    if (!job) return this.release(record, lease, "the payment's job is missing");
     switch (job.state) {
       case "awaiting_payment":
         await store.jobs.markPaid(job.id);
@@ -146,9 +143,9 @@ export class HeldPaymentSettler {
       case "running":
         // expire() is a compare-and-set: a worker that completed the job meanwhile wins, and it is settled next.
         if (!(await store.jobs.expire(job.id, deadlinePassed(record)))) return this.keepOpen(record, lease);
-        return this.release(record, `the job did not finish before its deadline (${job.state})`);
+        return this.release(record, lease, `the job did not finish before its deadline (${job.state})`);
       case "failed":
-        return this.release(record, `the job failed: ${job.error?.code ?? "unknown"}`);
+        return this.release(record, lease, `the job failed: ${job.error?.code ?? "unknown"}`);
       case "ready":
       case "succeeded":
         return this.settle(record, job, lease);
@@ -156,8 +153,8 @@ export class HeldPaymentSettler {
   }
 
   /** Nothing was ever sent for this payment (its job never reached ready): released, charged nothing. */
-  private async release(record: PaymentRecord, why: string): Promise<HeldOutcome> {
-    return (await this.complete(record, { state: "released", error: why })) ? "released" : "waiting";
+  private async release(record: PaymentRecord, lease: number, why: string): Promise<HeldOutcome> {
+    return (await this.complete(record, { state: "released", error: why, lease })) ? "released" : "waiting";
   }
 
   /**
@@ -176,7 +173,7 @@ export class HeldPaymentSettler {
         job.id,
         paymentRefused("the payment's authorization was not kept"),
       );
-      return (await this.complete(record, { state: "failed", error: "authorization not kept" }))
+      return (await this.complete(record, { state: "failed", error: "authorization not kept", lease }))
         ? "failed"
         : "waiting";
     }
@@ -213,6 +210,7 @@ export class HeldPaymentSettler {
         return this.refused(
           record,
           job,
+          lease,
           "the payment authorization was cancelled or spent on another transfer",
         );
       case "released": {
@@ -224,6 +222,7 @@ export class HeldPaymentSettler {
         const released = await this.complete(record, {
           state: "released",
           error: `expired unsettled${refusal ? `: ${refusal}` : ""}`,
+          lease,
         });
         return released ? "released" : "waiting";
       }
@@ -254,22 +253,26 @@ export class HeldPaymentSettler {
     return "settled";
   }
 
-  private async refused(record: PaymentRecord, job: Job, reason: string): Promise<HeldOutcome> {
+  private async refused(
+    record: PaymentRecord,
+    job: Job,
+    lease: number,
+    reason: string,
+  ): Promise<HeldOutcome> {
     this.options.log.warn(
       { paymentKey: record.paymentKey, job: job.id, reason },
       "held payment refused: result withheld",
     );
-    await this.complete(record, { state: "failed", error: reason });
+    // Lost the lease meanwhile: whoever holds it decides the job too.
+    if (!(await this.complete(record, { state: "failed", error: reason, lease }))) return "waiting";
     this.retryAt.delete(record.paymentKey);
     await this.options.store.jobs.withhold(job.id, paymentRefused(reason));
     return "failed";
   }
 
   /** Lets the lease go (only this one: a later owner keeps its own) until the next look. */
-  private async keepOpen(record: PaymentRecord, lease: number): Promise<HeldOutcome> {
-    await this.options.store.releaseLease(record.paymentKey, lease);
-    return "open";
-  }
+  private keepOpen = (record: PaymentRecord, lease: number): Promise<HeldOutcome> =>
+    this.options.store.releaseLease(record.paymentKey, lease).then(() => "open");
 
   /** As keepOpen, and this payment is not tried again before a backoff (2 s, doubling up to a minute). */
   private async retryLater(record: PaymentRecord, lease: number): Promise<HeldOutcome> {

@@ -63,6 +63,12 @@ export class LeaseKeeper {
     return this.leases.get(key);
   }
 
+  /** The lease held on `key` once a renewal in progress has ended (what a compare-and-set must name). */
+  async settledLease(key: string): Promise<number | undefined> {
+    await this.renewing.get(key)?.catch(() => false);
+    return this.leases.get(key);
+  }
+
   /** Renews `key` now (before a settlement); false if the lease was lost to another attempt. */
   renew(key: string): Promise<boolean> {
     const running = this.renewing.get(key);

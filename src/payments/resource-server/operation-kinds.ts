@@ -1,27 +1,21 @@
 import type { OperationKind } from "../../catalog/operation.ts";
-import type { Metrics } from "../../metrics.ts";
-import { Problem } from "../../problem.ts";
-import type { PaymentRecord, PaymentState, Store, StoredOutcome } from "../../store/store.ts";
+import type {
+  NewPayment,
+  PaymentRecord,
+  PaymentState,
+  Reservation,
+  StoredOutcome,
+} from "../../store/store.ts";
+import { reserveHeld } from "./held-admission.ts";
 import { SETTLE_MARGIN_MS } from "./job-payment.ts";
-import { type PaidRequest, type PaymentContext, paymentsUnavailable, RetryLater } from "./paid-request.ts";
+import type { KindServices } from "./kind-services.ts";
+import { type PaidRequest, type PaymentContext, paymentsUnavailable } from "./paid-request.ts";
 import { type PaymentIdentity, sha256 } from "./payment-identity.ts";
-import type { Settlement } from "./settlement.ts";
 
 /** A held payment must leave a job at least this long to run (beyond the time to settle it). */
 const MIN_JOB_WINDOW_SECONDS = 120;
 /** How far a client's clock may run ahead of ours when it signs validBefore = now + maxTimeoutSeconds. */
 const CLOCK_SKEW_SECONDS = 300;
-
-/** What a kind's payment rules may use of the gate. */
-export interface KindServices {
-  settlement: Settlement;
-  store: Store;
-  metrics: Metrics;
-  now: () => number;
-  settlementTimeoutMs: number;
-  /** Jobs one payer may run at once on held payments. */
-  maxHeldPerPayer: number;
-}
 
 /**
  * How one kind of operation (sync, async, product) is paid: the gate is given one of these per kind
@@ -32,6 +26,13 @@ export interface PaymentKind {
   holdsPayment: boolean;
   /** Refuses, before verification, a payment this kind cannot take. */
   admit(identity: PaymentIdentity, request: PaidRequest, services: KindServices): Promise<void>;
+  /** Reserves a verified payment in the ledger (throws a Problem or RetryLater if this kind refuses it now). */
+  reserve(
+    payment: NewPayment,
+    identity: PaymentIdentity,
+    request: PaidRequest,
+    services: KindServices,
+  ): Promise<Reservation>;
   /** The operation's answer as the ledger keeps it. */
   keep(answer: StoredOutcome, request: PaidRequest): StoredOutcome;
   /** Once the answer is kept: settle now, or hold. Undefined: another attempt owns the payment now. */
@@ -46,17 +47,21 @@ export interface PaymentKind {
   recover(record: PaymentRecord, context: PaymentContext, services: KindServices): Promise<StoredOutcome>;
   /** A final payment in this state is a sold download: resumable for longer, behind its token. */
   soldDownload(state: PaymentState): boolean;
+  /** What a repeat of this payment hears once its outcome is no longer replayed (409). */
+  expiredReplay: string;
 }
 
 /** Settled as soon as the answer is kept; an unfinished one is decided from the token. */
 const settledNow: PaymentKind = {
   holdsPayment: false,
   admit: async () => {},
+  reserve: (payment, _identity, _request, { store }) => store.reservePayment(payment),
   keep: (answer) => answer,
   conclude: (identity, context, answer, resumed, { settlement }) =>
     settlement.settleNow(identity, context, answer, resumed),
   recover: (record, context, { settlement }) => settlement.resolve(record, context, record.pendingOutcome),
   soldDownload: () => false,
+  expiredReplay: "this payment was already used and its outcome is no longer served; sign a new payment",
 };
 
 /** A download: settled now, its answer bound to its first caller, resumable once sold. */
@@ -74,8 +79,8 @@ const heldForJob: PaymentKind = {
   holdsPayment: true,
   async admit(identity, request, services) {
     checkHoldWindow(identity, request, services);
-    await checkHeldByPayer(identity, services);
   },
+  reserve: reserveHeld,
   keep: (answer) => answer,
   conclude: (identity, context, answer, _resumed, services) => hold(identity, context, answer, services),
   async recover(record, context, { settlement }) {
@@ -90,6 +95,10 @@ const heldForJob: PaymentKind = {
     });
   },
   soldDownload: () => false,
+  expiredReplay:
+    "this payment's job was accepted and has ended: do not pay again; its 202 (jobId, Location) is replayed " +
+    "while the payment is held and for two minutes after it was settled or released, not later, because a " +
+    "settled payment is public on chain; the job's result is at GET /v1/jobs/{jobId} of that 202",
 };
 
 export const PAYMENT_KINDS: Readonly<Record<OperationKind, PaymentKind>> = {
@@ -135,24 +144,6 @@ async function hold(
       context.log.error({ err: error }, "held, but the job could not be queued now: the settler queues it"),
     );
   return answer;
-}
-
-/**
- * Verification cannot reserve the payer's balance for a held payment: a payer with funds for one job
- * could start many. Jobs per payer on held payments are capped (429, nothing charged).
- */
-async function checkHeldByPayer(identity: PaymentIdentity, { store, maxHeldPerPayer }: KindServices) {
-  const payer = identity.authorization.from.toLowerCase();
-  const held = (await store.heldPayments()).filter((record) => record.payer === payer).length;
-  if (held >= maxHeldPerPayer) {
-    throw new RetryLater(
-      Problem.of(
-        "too-many-held-payments",
-        `${held} jobs of this payer are still running on payments held until they deliver (at most ${maxHeldPerPayer}); retry when one has finished; nothing was charged`,
-      ),
-      30,
-    );
-  }
 }
 
 /**

@@ -1,9 +1,10 @@
 import type { OperationKind } from "../../catalog/operation.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentRecord, Store, StoredOutcome } from "../../store/store.ts";
+import type { KindServices } from "./kind-services.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
 import { STALE_LEASE_MS } from "./lease-keeper.ts";
-import type { KindServices, PaymentKind } from "./operation-kinds.ts";
+import type { PaymentKind } from "./operation-kinds.ts";
 import { inProgress, type PaidRequest, RETRY_AFTER_SECONDS } from "./paid-request.ts";
 import type { PaymentIdentity } from "./payment-identity.ts";
 import { ownerVerdict } from "./replay-policy.ts";

@@ -26,6 +26,7 @@ describe("what a repeat of a final payment gets", () => {
   it.each<[string, Partial<ReplayFacts>, ReturnType<typeof replayVerdict>]>([
     ["any outcome, within two minutes, to anyone with the payment and request", {}, "serve"],
     ["any outcome, after two minutes", { ageMs: REPLAY_WINDOW_MS + 1 }, "expired"],
+    ["a held payment's 202, long after two minutes", { held: true, ageMs: 30 * MIN }, "serve"],
     ["a failed download (no token), after two minutes", { soldDownload: false, ageMs: 3 * MIN }, "expired"],
   ])("%s → %s", (_, facts, verdict) => {
     expect(replayVerdict({ ...base, ...facts })).toBe(verdict);

@@ -9,6 +9,11 @@ export const REPLAY_WINDOW_MS = 120_000;
 export const PRODUCT_REPLAY_WINDOW_MS = 3600_000;
 
 export interface ReplayFacts {
+  /**
+   * The payment is still held (a job's 202, nothing settled): not used yet, and not public (nothing was
+   * sent to the chain), so its 202 is replayed for as long as it is held; a 409 would invite paying twice.
+   */
+  held?: boolean;
   /** A sold download (a product whose payment settled) keeps its outcome longer, behind its token. */
   soldDownload: boolean;
   /** Milliseconds since the payment became final. */
@@ -26,11 +31,13 @@ export type ReplayVerdict = "serve" | "expired" | "needs-token";
 
 /**
  * The replay rule. The signed payload is public once settled (the transaction's calldata holds it), so
- * an outcome is replayed only to the client's own prompt retries (two minutes), and a sold download,
+ * an outcome is replayed only to the client's own prompt retries (two minutes) — a held payment's 202 for
+ * as long as it is held, since nothing was sent — and a sold download,
  * resumable for an hour, only to whoever holds its download token or, within those two minutes, to
  * the client its first answer went to.
  */
 export function replayVerdict(facts: ReplayFacts): ReplayVerdict {
+  if (facts.held) return "serve";
   const window = facts.soldDownload ? PRODUCT_REPLAY_WINDOW_MS : REPLAY_WINDOW_MS;
   if (facts.ageMs > window) return "expired";
   if (facts.token === undefined) return facts.ageMs > REPLAY_WINDOW_MS ? "expired" : "serve";

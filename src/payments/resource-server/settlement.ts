@@ -3,7 +3,7 @@ import { FacilitatorResponseError, SettleError, type SettleResponse, VerifyError
 import { ChainUnavailableError, isTransportError } from "../../chain/transport-failures.ts";
 import type { Metrics } from "../../metrics.ts";
 import { Problem } from "../../problem.ts";
-import type { PaymentCompletion, Store, StoredOutcome } from "../../store/store.ts";
+import { NO_LEASE, type PaymentCompletion, type Store, type StoredOutcome } from "../../store/store.ts";
 import { isUnconfirmedSettlement } from "../settlement-reasons.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { countFinalState } from "./final-state-metrics.ts";
@@ -227,12 +227,14 @@ export class Settlement {
     extra: { txHash?: string | null; error?: string } = {},
   ): Promise<StoredOutcome> {
     const { store } = this.options;
+    // A release or a failure lands only under this attempt's lease (a settlement lands anyway).
+    const lease = (await this.options.leases.settledLease(facts.paymentKey)) ?? NO_LEASE;
     let completed: boolean;
     if (state === "settled") {
       // Money moved. Should the store fail now, the client must not read "nothing was charged": the payment
       // stays open and its retry delivers the kept answer, charged once.
       try {
-        completed = await store.completePayment(facts.paymentKey, { state, outcome, ...extra });
+        completed = await store.completePayment(facts.paymentKey, { state, outcome, lease, ...extra });
       } catch (error) {
         context.log.error({ err: error }, "settled, but the outcome could not be recorded");
         await store.releaseLease(facts.paymentKey).catch(() => undefined);
@@ -244,7 +246,7 @@ export class Settlement {
     } else {
       // Nothing was charged: drop what the payment would have paid for only once the ledger says so, so a
       // later attempt that does settle it (a resume) still finds its job.
-      completed = await store.completePayment(facts.paymentKey, { state, outcome, ...extra });
+      completed = await store.completePayment(facts.paymentKey, { state, outcome, lease, ...extra });
       if (completed) await context.onFinal?.(facts.paymentKey, state);
     }
     if (!completed) {

@@ -141,4 +141,11 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    name: "a payer's unfinished payments counted at each held admission",
+    sql: `
+      CREATE INDEX payments_payer_unfinished ON payments (payer, state) WHERE state IN ('verified', 'held');
+    `,
+  },
 ];

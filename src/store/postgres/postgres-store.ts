@@ -3,6 +3,7 @@ import { PostgresJobQueue } from "../../jobs/postgres-job-queue.ts";
 import { settlementTransactionRecord } from "../settlement-transactions.ts";
 import type {
   CacheEntry,
+  HeldAdmission,
   HeldAuthorization,
   NewPayment,
   PaymentCompletion,
@@ -10,6 +11,7 @@ import type {
   PaymentIdentifierClaim,
   PaymentRecord,
   PaymentState,
+  Reservation,
   ReserveResult,
   RevenueRow,
   SettlementTransactionNote,
@@ -19,6 +21,7 @@ import type {
   Store,
   StoredOutcome,
 } from "../store.ts";
+import { heldRefusal, LATE_LANDING_MS } from "../store.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 
 export interface PostgresStoreOptions {
@@ -85,6 +88,28 @@ const toRecord = (row: PaymentRow): PaymentRecord => ({
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString(),
 });
+
+const INSERT_PAYMENT = `INSERT INTO payments (payment_key, payload_hash, request_hash, operation_id, network, asset,
+    amount, payer, pay_to, nonce, valid_before, lease_until, state, request_id, created_at, updated_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'verified', $13, $14, $14)
+  ON CONFLICT (payment_key) DO NOTHING`;
+
+const paymentValues = (payment: NewPayment) => [
+  payment.paymentKey,
+  payment.payloadHash,
+  payment.requestHash,
+  payment.operationId,
+  payment.network,
+  payment.asset,
+  payment.amount,
+  payment.payer,
+  payment.payTo,
+  payment.nonce,
+  payment.validBefore,
+  payment.leaseUntil,
+  payment.requestId,
+  new Date(),
+];
 
 /** Every instance runs migrations at start; this lock makes them take turns. */
 const MIGRATION_LOCK = "utility402:migrations";
@@ -186,33 +211,74 @@ export class PostgresStore implements Store {
     await this.pool.query("SELECT 1");
   }
 
-  async reservePayment(payment: NewPayment): Promise<ReserveResult> {
-    const inserted = await this.pool.query(
-      `INSERT INTO payments (payment_key, payload_hash, request_hash, operation_id, network, asset, amount, payer,
-         pay_to, nonce, valid_before, lease_until, state, request_id, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'verified', $13, $14, $14)
-       ON CONFLICT (payment_key) DO NOTHING`,
-      [
-        payment.paymentKey,
-        payment.payloadHash,
-        payment.requestHash,
-        payment.operationId,
-        payment.network,
-        payment.asset,
-        payment.amount,
-        payment.payer,
-        payment.payTo,
-        payment.nonce,
-        payment.validBefore,
-        payment.leaseUntil,
-        payment.requestId,
-        new Date(),
-      ],
-    );
+  reservePayment(payment: NewPayment): Promise<Reservation>;
+  reservePayment(payment: NewPayment, admission: HeldAdmission): Promise<ReserveResult>;
+  async reservePayment(payment: NewPayment, admission?: HeldAdmission): Promise<ReserveResult> {
+    if (admission) return this.reserveHeld(payment, admission);
+    const inserted = await this.pool.query(INSERT_PAYMENT, paymentValues(payment));
     if (inserted.rowCount === 1) return { reserved: true };
     const existing = await this.getPayment(payment.paymentKey);
     if (!existing) throw new Error(`payment ${payment.paymentKey} vanished after a conflicting insert`);
     return { reserved: false, existing };
+  }
+
+  /**
+   * One transaction under an advisory lock on the payer (network, asset, address): every instance counts
+   * the payer's unfinished payments after the previous admission of that payer committed.
+   */
+  private async reserveHeld(payment: NewPayment, admission: HeldAdmission): Promise<ReserveResult> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      try {
+        await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [
+          `payer:${payment.network}:${payment.asset}:${payment.payer}`,
+        ]);
+        const known = await client.query<PaymentRow>(
+          "SELECT *, amount::text AS amount FROM payments WHERE payment_key = $1",
+          [payment.paymentKey],
+        );
+        let result: ReserveResult;
+        if (known.rows[0]) {
+          result = { reserved: false, existing: toRecord(known.rows[0]) };
+        } else {
+          const { rows } = await client.query<{ same_operation: string; amount: string }>(
+            `SELECT count(*) FILTER (WHERE operation_id = $4) AS same_operation,
+                    coalesce(sum(amount), 0)::text AS amount
+             FROM payments WHERE payer = $1 AND network = $2 AND asset = $3 AND state IN ('verified', 'held')`,
+            [payment.payer, payment.network, payment.asset, payment.operationId],
+          );
+          const counted = rows[0] as { same_operation: string; amount: string };
+          const refused = heldRefusal(
+            { sameOperation: Number(counted.same_operation), amount: counted.amount },
+            payment.amount,
+            admission,
+          );
+          if (refused) result = { reserved: false, refused };
+          else {
+            const inserted = await client.query(INSERT_PAYMENT, paymentValues(payment));
+            // Only a reservation of the same payment without admission (another route) can have come first.
+            const existing =
+              inserted.rowCount === 1
+                ? undefined
+                : (
+                    await client.query<PaymentRow>(
+                      "SELECT *, amount::text AS amount FROM payments WHERE payment_key = $1",
+                      [payment.paymentKey],
+                    )
+                  ).rows[0];
+            result = existing ? { reserved: false, existing: toRecord(existing) } : { reserved: true };
+          }
+        }
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      }
+    } finally {
+      client.release();
+    }
   }
 
   async getPayment(paymentKey: string): Promise<PaymentRecord | undefined> {
@@ -243,11 +309,15 @@ export class PostgresStore implements Store {
     return result.rowCount === 1;
   }
 
-  async heldPayments(): Promise<PaymentRecord[]> {
-    const { rows } = await this.pool.query<PaymentRow>(
-      "SELECT *, amount::text AS amount FROM payments WHERE state = 'held' ORDER BY created_at, payment_key",
+  async heldPaymentsToDecide(options: { expiringBefore: number; limit: number }): Promise<string[]> {
+    const { rows } = await this.pool.query<{ payment_key: string }>(
+      `SELECT p.payment_key FROM payments p LEFT JOIN jobs j ON j.payment_key = p.payment_key
+       WHERE p.state = 'held'
+         AND (j.id IS NULL OR j.state NOT IN ('queued', 'running') OR p.valid_before < $1)
+       ORDER BY p.created_at, p.payment_key LIMIT $2`,
+      [options.expiringBefore, options.limit],
     );
-    return rows.map(toRecord);
+    return rows.map((row) => row.payment_key);
   }
 
   async orphanedPayments(now: number, limit: number): Promise<PaymentRecord[]> {
@@ -288,7 +358,8 @@ export class PostgresStore implements Store {
     const result = await this.pool.query(
       `UPDATE payments SET state = $2, tx_hash = $3, error = $4, outcome = $5, pending_outcome = NULL, updated_at = $6
        WHERE payment_key = $1
-         AND (state IN ('verified', 'held') OR ($2 = 'settled' AND state IN ('released', 'failed')))`,
+         AND (state IN ('verified', 'held') OR ($2 = 'settled' AND state IN ('released', 'failed')))
+         AND ($2 = 'settled' OR $7::bigint IS NULL OR lease_until = $7)`,
       [
         paymentKey,
         completion.state,
@@ -296,6 +367,7 @@ export class PostgresStore implements Store {
         completion.error ?? null,
         JSON.stringify(completion.outcome),
         new Date(),
+        completion.lease ?? null,
       ],
     );
     return result.rowCount === 1;
@@ -351,11 +423,12 @@ export class PostgresStore implements Store {
        ON CONFLICT (key) DO UPDATE SET payment_key = excluded.payment_key, claimed_at = excluded.claimed_at
        WHERE claim.payment_key = excluded.payment_key
          OR EXISTS (SELECT 1 FROM payments WHERE payments.payment_key = claim.payment_key
-                      AND payments.state IN ('released', 'failed'))
+                      AND (payments.state = 'released' OR (payments.state = 'failed'
+                        AND payments.valid_before * 1000 + $5 < $3)))
          OR (claim.claimed_at < $4 AND NOT EXISTS (
                SELECT 1 FROM payments WHERE payments.payment_key = claim.payment_key))
        RETURNING payment_key`,
-      [claim.key, claim.paymentKey, claim.now, claim.staleBefore],
+      [claim.key, claim.paymentKey, claim.now, claim.staleBefore, LATE_LANDING_MS],
     );
     if (rows[0]) return rows[0].payment_key;
     const held = await this.pool.query<{ payment_key: string }>(

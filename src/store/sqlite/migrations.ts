@@ -222,4 +222,11 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 10,
+    name: "a payer's unfinished payments counted at each held admission",
+    sql: `
+      CREATE INDEX payments_payer_unfinished ON payments (payer, state) WHERE state IN ('verified', 'held');
+    `,
+  },
 ];

@@ -5,6 +5,7 @@ import { SqliteJobQueue } from "../../jobs/sqlite-job-queue.ts";
 import { settlementTransactionRecord } from "../settlement-transactions.ts";
 import type {
   CacheEntry,
+  HeldAdmission,
   HeldAuthorization,
   NewPayment,
   PaymentCompletion,
@@ -12,6 +13,7 @@ import type {
   PaymentIdentifierClaim,
   PaymentRecord,
   PaymentState,
+  Reservation,
   ReserveResult,
   RevenueRow,
   SettlementTransactionNote,
@@ -21,6 +23,7 @@ import type {
   Store,
   StoredOutcome,
 } from "../store.ts";
+import { heldRefusal, LATE_LANDING_MS } from "../store.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 
 interface PaymentRow {
@@ -100,15 +103,25 @@ export class SqliteStore implements Store {
         `UPDATE payments SET state = @state, tx_hash = @txHash, error = @error, outcome = @outcome,
            pending_outcome = NULL, updated_at = @now
          WHERE payment_key = @paymentKey
-           AND (state IN ('verified', 'held') OR (@state = 'settled' AND state IN ('released', 'failed')))`,
+           AND (state IN ('verified', 'held') OR (@state = 'settled' AND state IN ('released', 'failed')))
+           AND (@state = 'settled' OR @lease IS NULL OR lease_until = @lease)`,
       ),
       holdPayment: this.db.prepare(
         `UPDATE payments SET state = 'held', outcome = @outcome, held = @held, pending_outcome = NULL,
            lease_until = 0, updated_at = @now
          WHERE payment_key = @paymentKey AND state = 'verified'`,
       ),
-      heldPayments: this.db.prepare(
-        "SELECT * FROM payments WHERE state = 'held' ORDER BY created_at, payment_key",
+      heldPaymentsToDecide: this.db.prepare(
+        `SELECT p.payment_key FROM payments p LEFT JOIN jobs j ON j.payment_key = p.payment_key
+         WHERE p.state = 'held'
+           AND (j.id IS NULL OR j.state NOT IN ('queued', 'running') OR p.valid_before < @expiringBefore)
+         ORDER BY p.created_at, p.payment_key LIMIT @limit`,
+      ),
+      outstandingOfPayer: this.db.prepare(
+        `SELECT coalesce(sum(CASE WHEN operation_id = @operationId THEN 1 ELSE 0 END), 0) AS same_operation,
+                CAST(coalesce(sum(CAST(amount AS INTEGER)), 0) AS TEXT) AS amount
+         FROM payments WHERE payer = @payer AND network = @network AND asset = @asset
+           AND state IN ('verified', 'held')`,
       ),
       orphanedPayments: this.db.prepare(
         "SELECT * FROM payments WHERE state = 'verified' AND lease_until <= ? ORDER BY lease_until LIMIT ?",
@@ -150,7 +163,8 @@ export class SqliteStore implements Store {
          ON CONFLICT (key) DO UPDATE SET payment_key = excluded.payment_key, claimed_at = excluded.claimed_at
          WHERE payment_identifiers.payment_key = excluded.payment_key
            OR EXISTS (SELECT 1 FROM payments WHERE payments.payment_key = payment_identifiers.payment_key
-                        AND payments.state IN ('released', 'failed'))
+                        AND (payments.state = 'released' OR (payments.state = 'failed'
+                          AND payments.valid_before * 1000 + @lateLandingMs < @now)))
            OR (payment_identifiers.claimed_at < @staleBefore AND NOT EXISTS (
                  SELECT 1 FROM payments WHERE payments.payment_key = payment_identifiers.payment_key))`,
       ),
@@ -211,12 +225,37 @@ export class SqliteStore implements Store {
     this.db.prepare("SELECT 1").get();
   }
 
-  async reservePayment(payment: NewPayment): Promise<ReserveResult> {
+  reservePayment(payment: NewPayment): Promise<Reservation>;
+  reservePayment(payment: NewPayment, admission: HeldAdmission): Promise<ReserveResult>;
+  async reservePayment(payment: NewPayment, admission?: HeldAdmission): Promise<ReserveResult> {
+    if (admission) return this.reserveHeld(payment, admission);
     const result = this.statements.insertPayment.run({ ...payment, now: new Date().toISOString() });
     if (result.changes === 1) return { reserved: true };
     const existing = await this.getPayment(payment.paymentKey);
     if (!existing) throw new Error(`payment ${payment.paymentKey} vanished after a conflicting insert`);
     return { reserved: false, existing };
+  }
+
+  /** One IMMEDIATE transaction: every process on this file counts the payer's payments one after the other. */
+  private reserveHeld(payment: NewPayment, admission: HeldAdmission): ReserveResult {
+    return this.db
+      .transaction((): ReserveResult => {
+        const existing = this.statements.getPayment.get(payment.paymentKey) as PaymentRow | undefined;
+        if (existing) return { reserved: false, existing: toRecord(existing) };
+        const counted = this.statements.outstandingOfPayer.get(payment) as {
+          same_operation: number;
+          amount: string;
+        };
+        const refused = heldRefusal(
+          { sameOperation: counted.same_operation, amount: counted.amount },
+          payment.amount,
+          admission,
+        );
+        if (refused) return { reserved: false, refused };
+        this.statements.insertPayment.run({ ...payment, now: new Date().toISOString() });
+        return { reserved: true };
+      })
+      .immediate();
   }
 
   async getPayment(paymentKey: string): Promise<PaymentRecord | undefined> {
@@ -241,8 +280,10 @@ export class SqliteStore implements Store {
     return result.changes === 1;
   }
 
-  async heldPayments(): Promise<PaymentRecord[]> {
-    return (this.statements.heldPayments.all() as PaymentRow[]).map(toRecord);
+  async heldPaymentsToDecide(options: { expiringBefore: number; limit: number }): Promise<string[]> {
+    return (this.statements.heldPaymentsToDecide.all(options) as { payment_key: string }[]).map(
+      (row) => row.payment_key,
+    );
   }
 
   async orphanedPayments(now: number, limit: number): Promise<PaymentRecord[]> {
@@ -268,6 +309,7 @@ export class SqliteStore implements Store {
       txHash: completion.txHash ?? null,
       error: completion.error ?? null,
       outcome: JSON.stringify(completion.outcome),
+      lease: completion.lease ?? null,
       now: new Date().toISOString(),
     });
     return result.changes === 1;
@@ -331,7 +373,7 @@ export class SqliteStore implements Store {
   }
 
   async claimPaymentIdentifier(claim: PaymentIdentifierClaim): Promise<string> {
-    this.statements.claimPaymentIdentifier.run(claim);
+    this.statements.claimPaymentIdentifier.run({ ...claim, lateLandingMs: LATE_LANDING_MS });
     return (this.statements.getPaymentIdentifier.get(claim.key) as { payment_key: string }).payment_key;
   }
 

@@ -1,0 +1,173 @@
+import { randomUUID } from "node:crypto";
+import { encodePaymentSignatureHeader } from "@x402/core/http";
+import type { x402ResourceServer } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import pino from "pino";
+import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../../src/config.ts";
+import { x402HttpAnswers } from "../../src/http/x402-answers.ts";
+import { Metrics } from "../../src/metrics.ts";
+import { researchBrief } from "../../src/operations/research-brief/index.ts";
+import { PaymentGate } from "../../src/payments/resource-server/gate.ts";
+import type { PaidRequest } from "../../src/payments/resource-server/paid-request.ts";
+import type { PaymentTerms } from "../../src/payments/resource-server/terms.ts";
+import type { Store } from "../../src/store/store.ts";
+import { decoded } from "./gate-stand-ins.ts";
+
+/**
+ * A gate taking research-brief jobs on held payments, over a real store and a stand-in chain that keeps
+ * balances and used nonces the way the token does (verification simulates the transfer; settlement moves
+ * the amount once): for tests of the held admission without a chain node.
+ */
+
+export const BRIEF_PRICE = 5_000_000n;
+
+export const briefRequirements: PaymentRequirements = {
+  scheme: "exact",
+  network: BASE_NETWORK as `${string}:${string}`,
+  asset: BASE_USDC_ADDRESS,
+  amount: BRIEF_PRICE.toString(),
+  payTo: "0x1111111111111111111111111111111111111111",
+  maxTimeoutSeconds: 1800,
+  extra: { name: "USD Coin", version: "2" },
+};
+
+const briefTerms = {
+  requirements: briefRequirements,
+  paymentRequired: {
+    x402Version: 2,
+    resource: { url: "http://x/v1/research-brief" },
+    accepts: [briefRequirements],
+  },
+  header: "terms",
+} as unknown as PaymentTerms;
+
+/** A payer's address from a small number (0x…01, 0x…02, …). */
+export const payerAddress = (n: number) => `0x${n.toString(16).padStart(40, "0")}` as `0x${string}`;
+
+/** A signed-looking brief payment of `payer` with this nonce, valid for the terms' 30 minutes from `nowMs`. */
+export function briefPayment(payer: `0x${string}`, nonce: number, nowMs = Date.now()): string {
+  return encodePaymentSignatureHeader({
+    x402Version: 2,
+    accepted: briefRequirements,
+    payload: {
+      signature: `0x${"11".repeat(65)}`,
+      authorization: {
+        from: payer,
+        to: briefRequirements.payTo,
+        value: briefRequirements.amount,
+        validAfter: "0",
+        validBefore: String(Math.floor(nowMs / 1000) + 1800),
+        nonce: `0x${nonce.toString(16).padStart(64, "0")}`,
+      },
+    },
+  } as PaymentPayload);
+}
+
+type Authorization = { from: string; value: string; nonce: string };
+const authorizationOf = (payload: PaymentPayload) =>
+  (payload.payload as { authorization: Authorization }).authorization;
+
+/** The token, as far as the held admission can tell: balances, used nonces, transfers that revert. */
+export class ModelChain {
+  readonly balances = new Map<string, bigint>();
+  private readonly used = new Set<string>();
+  private transactions = 0;
+
+  balance(payer: string): bigint {
+    return this.balances.get(payer.toLowerCase()) ?? 0n;
+  }
+
+  fund(payer: string, amount: bigint): void {
+    this.balances.set(payer.toLowerCase(), this.balance(payer) + amount);
+  }
+
+  /** Whether transferWithAuthorization would succeed now. */
+  wouldPay(payload: PaymentPayload): boolean {
+    const { from, value, nonce } = authorizationOf(payload);
+    return !this.used.has(`${from.toLowerCase()}:${nonce}`) && this.balance(from) >= BigInt(value);
+  }
+
+  /** transferWithAuthorization: moves the amount once, or reverts. */
+  settle(payload: PaymentPayload): `0x${string}` | undefined {
+    if (!this.wouldPay(payload)) return undefined;
+    const { from, value, nonce } = authorizationOf(payload);
+    this.used.add(`${from.toLowerCase()}:${nonce}`);
+    this.balances.set(from.toLowerCase(), this.balance(from) - BigInt(value));
+    return `0x${(++this.transactions).toString(16).padStart(64, "0")}`;
+  }
+
+  resourceServer(): x402ResourceServer {
+    // Yields like a facilitator call does, so concurrent admissions interleave at verification.
+    const yieldNow = () => new Promise((resolve) => setImmediate(resolve));
+    return {
+      initialize: async () => {},
+      findMatchingRequirements: () => briefRequirements,
+      verifyPayment: async (payload: PaymentPayload) => {
+        await yieldNow();
+        return this.wouldPay(payload)
+          ? { isValid: true, payer: authorizationOf(payload).from }
+          : {
+              isValid: false,
+              invalidReason: "insufficient_funds",
+              invalidMessage: "the transfer would revert",
+            };
+      },
+      settlePayment: async (payload: PaymentPayload) => {
+        await yieldNow();
+        const transaction = this.settle(payload);
+        return transaction
+          ? { success: true, transaction, network: briefRequirements.network }
+          : { success: false, errorReason: "invalid_exact_evm_transaction_failed", transaction: "" };
+      },
+    } as unknown as x402ResourceServer;
+  }
+}
+
+/** A gate over `store` taking research-brief jobs on held payments, as the service wires it. */
+export function heldGate(options: {
+  store: Store;
+  chain: ModelChain;
+  maxHeldPerPayer: number;
+  now?: () => number;
+}) {
+  const { store, chain } = options;
+  const gate = new PaymentGate({
+    answers: x402HttpAnswers,
+    resourceServer: chain.resourceServer(),
+    store,
+    metrics: new Metrics(),
+    settlementTimeoutMs: 1000,
+    maxHeldPerPayer: options.maxHeldPerPayer,
+    balances: { balanceOf: async (_asset, holder) => chain.balance(holder) },
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const brief = (header: string): PaidRequest => ({
+    operation: researchBrief,
+    terms: briefTerms,
+    input: { question: "why is the sky blue?" },
+    payment: decoded(header),
+    requestId: randomUUID(),
+    door: "http",
+    log: pino({ level: "silent" }),
+    // As research-brief's handle(): a resumed payment's job is the one already recorded.
+    run: async ({ paymentKey }) => {
+      const job =
+        (await store.jobs.getByPayment(paymentKey)) ??
+        (await store.jobs.create({
+          id: randomUUID(),
+          type: "research-brief",
+          input: {},
+          paymentKey,
+          maxAttempts: 3,
+        }));
+      return { status: 202, body: { jobId: job.id } };
+    },
+    onFinal: async (paymentKey, state) => {
+      const job = await store.jobs.getByPayment(paymentKey);
+      if (!job) return;
+      if (state === "held") await store.jobs.markPaid(job.id);
+      else await store.jobs.drop(job.id);
+    },
+  });
+  return { gate, brief };
+}
