@@ -169,7 +169,8 @@ describe("bad input never reaches payment and always gets problem+json", () => {
       });
       const body = await expectProblem(response, 402);
       expect(body.reason, field).toBe("invalid_payload");
-      expect(body.detail).toContain(field === "payload" ? "malformed" : field);
+      // A payload nested beyond the bound is refused before it is read (src/payments/resource-server/payload-bounds.ts).
+      expect(body.detail).toContain(field === "payload" ? "nested more than 32 levels deep" : field);
     }
   });
 
