@@ -14,7 +14,7 @@ import {
   http as viemHttp,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { fundLocalAccounts, type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
@@ -103,8 +103,18 @@ describe("the settler's gas estimates", () => {
     await chain?.stop();
   });
 
-  const settler = (gasEstimateMaxAgeMs: number) =>
-    createSettlerSigner({
+  /** The estimates' clock, moved by the test: an age limit is checked without waiting on a loaded machine. */
+  let clockMs = 0;
+  /** Every signer a test made, stopped after it: a signer's nonce-gap check would otherwise go on polling the chain. */
+  const signers: { stop(): void }[] = [];
+  afterEach(() => {
+    for (const signer of signers.splice(0)) signer.stop();
+  });
+  const settler = (gasEstimateMaxAgeMs: number) => {
+    const signer = createSettlerSigner({
+      // No nonce-gap check during a test: its eth_getTransactionCount would be counted among the estimate's calls.
+      gapCheckMs: 3_600_000,
+      gasEstimateClock: () => clockMs,
       privateKey: devPrivateKey(0),
       rpcUrl: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`,
       chainId: 8453,
@@ -112,6 +122,9 @@ describe("the settler's gas estimates", () => {
       confirmationTimeoutMs: 10_000,
       gasEstimateMaxAgeMs,
     });
+    signers.push(signer);
+    return signer;
+  };
 
   /** A transferWithAuthorization of a fresh authorization from the payer. */
   async function transfer(
@@ -197,8 +210,9 @@ describe("the settler's gas estimates", () => {
   it("estimates again once the estimate is older than its age limit", async () => {
     const signer = settler(200);
     expect((await estimate(signer, await transfer())).methods).toEqual(["eth_estimateGas"]);
+    clockMs += 199;
     expect((await estimate(signer, await transfer())).methods).toEqual(["eth_call"]);
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    clockMs += 1;
     expect((await estimate(signer, await transfer())).methods).toEqual(["eth_estimateGas"]);
   });
 

@@ -45,6 +45,8 @@ export function createSettlerSigner(options: {
   journal?: SettlementJournal;
   /** How long a function's gas estimate is used for its later calls (each still simulated). Default 60 s. */
   gasEstimateMaxAgeMs?: number;
+  /** The clock that ages gas estimates (tests move it instead of waiting). Default Date.now. */
+  gasEstimateClock?: () => number;
 }): SettlerSigner & { stop(): void } {
   const account = privateKeyToAccount(options.privateKey);
   const { publicClient, sender, walletClient, receipts } = settlerClients(options, account);
@@ -75,7 +77,7 @@ export function createSettlerSigner(options: {
   // A function estimated recently is only simulated (eth_call) with the gas limit its settlement would
   // have, and then takes that estimate. A call that needs more gas (a payer's ERC-1271 wallet that
   // spends more checking its signature) or that fails is estimated: the new estimate, or the refusal.
-  const gasEstimates = new GasEstimates(options.gasEstimateMaxAgeMs ?? 60_000);
+  const gasEstimates = new GasEstimates(options.gasEstimateMaxAgeMs ?? 60_000, options.gasEstimateClock);
   const estimateContractGas = async (call: ContractCall) => {
     const data = calldata(call);
     const key = `${call.address.toLowerCase()}:${data.slice(0, 10)}`;
