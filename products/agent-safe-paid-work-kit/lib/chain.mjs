@@ -70,8 +70,8 @@ export async function authorizationStatus(rpcUrl, { asset, payer, nonce, validBe
   return { state: BigInt(block.timestamp) >= BigInt(validBefore) ? "unused" : "pending", block: number };
 }
 
-// When each unanswered authorization was last asked about (by ledger and id), so that a chain that
-// does not answer is asked again later, not before every payment.
+// When each unanswered authorization (by ledger and id), and each RPC that failed (by URL), was last
+// asked, so that a chain that does not answer is asked again later, not before every payment.
 const lookups = new Map();
 const RETRY_MS = 5_000;
 const MAX_RETRY_MS = 10 * 60_000;
@@ -130,12 +130,15 @@ export async function resolveLapsedAuthorizations(
   await eachLimited(asked, concurrency, async (record) => {
     const url = rpcUrls[record.network];
     if (!url) return answers.push({ record, state: "unknown", reason: `no rpc for ${record.network} in the policy` });
+    if (!all && !due(url, at)) return answers.push({ record, state: "unknown", reason: `the RPC for ${record.network} failed recently: asked again later` });
     try {
       const answer = await authorizationStatus(url, record, { signal, finality: finality[record.network] ?? DEFAULT_FINALITY });
       remember(key(record), at, answer.state !== "pending");
+      lookups.delete(url);
       answers.push({ record, ...answer });
     } catch (error) {
       remember(key(record), at, false);
+      if (signal.aborted || !/^not an EIP-3009/.test(error.message)) remember(url, at, false);
       answers.push({ record, state: "unknown", reason: String(error.message).slice(0, 300) });
     }
   });
