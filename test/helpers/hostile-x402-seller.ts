@@ -71,17 +71,25 @@ export async function startHostileSeller(options: {
 
   // One settlement at a time: the relayer's transaction nonces and the chain's clock are shared.
   let queue: Promise<unknown> = Promise.resolve();
-  const settle = (authorization: HeldAuthorization): Promise<{ settled: boolean; transaction?: Hex }> => {
-    const next = queue.then(() => submit(authorization));
+  const settle = (
+    authorization: HeldAuthorization,
+    options: { atChainTime?: boolean } = {},
+  ): Promise<{ settled: boolean; transaction?: Hex }> => {
+    const next = queue.then(() => submit(authorization, options));
     queue = next.catch(() => undefined);
     return next;
   };
 
   /** Submits the authorization; settled when the chain accepted it (it reverts after validBefore or when used). */
-  async function submit(authorization: HeldAuthorization): Promise<{ settled: boolean; transaction?: Hex }> {
-    // The chain's clock follows the test's (faked) clock: a transfer is judged at the time the test is at.
+  async function submit(
+    authorization: HeldAuthorization,
+    { atChainTime = false }: { atChainTime?: boolean },
+  ): Promise<{ settled: boolean; transaction?: Hex }> {
+    // The chain's clock follows the test's (faked) clock: a transfer is judged at the time the test
+    // is at; `atChainTime` includes it in the next block after the head instead (after a reorg, the
+    // head can be earlier than the test's clock).
     const latest = await publicClient.getBlock({ blockTag: "latest" });
-    const wanted = BigInt(Math.floor(Date.now() / 1000));
+    const wanted = atChainTime ? 0n : BigInt(Math.floor(Date.now() / 1000));
     await chainRpc(options.rpcUrl, "evm_setNextBlockTimestamp", [
       Number(wanted > latest.timestamp ? wanted : latest.timestamp + 1n),
     ]);
@@ -233,6 +241,20 @@ export async function startHostileSeller(options: {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * Makes the head final: anvil reports as "finalized" the block 64 behind the head (and "safe" 32
+ * behind), so 64 blocks are mined at the head's own time (anvil's own clock would add the real
+ * time elapsed, running ahead of the test's).
+ */
+export async function finalizeHead(rpcUrl: string): Promise<void> {
+  await chainRpc(rpcUrl, "anvil_setBlockTimestampInterval", [0]);
+  try {
+    await chainRpc(rpcUrl, "anvil_mine", ["0x40"]);
+  } finally {
+    await chainRpc(rpcUrl, "anvil_removeBlockTimestampInterval", []);
+  }
 }
 
 /** Moves the chain's clock to the test's (faked) clock by mining one block at that time. */

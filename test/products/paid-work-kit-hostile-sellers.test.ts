@@ -1,5 +1,7 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
@@ -17,7 +19,12 @@ import {
 import { devAccount, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../../src/chain/local-chain.ts";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
-import { mineAtNow, type SellerTerms, startHostileSeller } from "../helpers/hostile-x402-seller.ts";
+import {
+  finalizeHead,
+  mineAtNow,
+  type SellerTerms,
+  startHostileSeller,
+} from "../helpers/hostile-x402-seller.ts";
 import { chainRpc } from "../helpers/payment-faults.ts";
 import { freePort } from "../helpers/service.ts";
 
@@ -29,6 +36,7 @@ import { freePort } from "../helpers/service.ts";
  */
 
 const PAYEE = devAccount(1).address;
+const PAYEE2 = devAccount(5).address;
 const KIT = path.resolve(import.meta.dirname, "../../products/agent-safe-paid-work-kit");
 let chain: LocalChain;
 const sellers: { close(): Promise<void> }[] = [];
@@ -88,7 +96,13 @@ async function seller(terms: Partial<SellerTerms>) {
   sellers.push(s);
   return s;
 }
+/** Time passes, and the chain finalizes its head (the guard believes only final blocks). */
 async function advance(seconds: number) {
+  await advanceHead(seconds);
+  await finalizeHead(chain.rpcUrl);
+}
+/** Time passes on the chain's head only: blocks a reorganisation can still replace. */
+async function advanceHead(seconds: number) {
   vi.setSystemTime(Date.now() + seconds * 1000);
   await mineAtNow(chain.rpcUrl);
 }
@@ -318,5 +332,85 @@ describe("hostile sellers against the guard on @x402/fetch + @x402/evm, with a l
     expect(error?.message).toContain(`${ledgerPath}: the ledger is gone or empty`);
     expect(error?.message).not.toMatch(/BigInt|undefined/);
     expect(s.held).toHaveLength(1);
+  });
+
+  it("a reorganised head: the guard reads the authorization at the finalized block, so a seller that reverts the head and settles before validBefore gets no second payment (2× maxPerDay before)", async () => {
+    const s = await seller({ maxTimeoutSeconds: 4, receipt: "none" });
+    const { pay, ledgerPath } = guarded(policy({ maxPerPayment: "40000", maxPerDay: "40000" }));
+    expect((await pay(s.url)).status).toBe(200);
+    const fork = await chainRpc(chain.rpcUrl, "evm_snapshot", []);
+    await advanceHead(6); // the head is past validBefore; the finalized block is not
+    await expect(pay(s.url)).rejects.toThrow(/over maxPerDay 40000/);
+    expect(states(ledgerPath)).toEqual([["signed", undefined]]);
+    await chainRpc(chain.rpcUrl, "evm_revert", [fork]); // the head the guard could have read is replaced
+    const [first] = s.held;
+    expect((await s.settle(first as (typeof s.held)[number], { atChainTime: true })).settled).toBe(true);
+    await advance(6);
+    await expect(pay(s.url)).rejects.toThrow(/over maxPerDay 40000/);
+    expect(states(ledgerPath)).toEqual([["settled", "used"]]);
+    expect(s.held).toHaveLength(1);
+    expect(await exposure(s)).toBe(40000n);
+  });
+
+  it("a policy RPC that answers for another chain (eth_chainId 84532) is not believed: what the seller settled on Base stays counted (2× maxPerDay before)", async () => {
+    const asked: string[] = [];
+    const proxy = http.createServer(async (req, res) => {
+      let body = "";
+      for await (const chunk of req) body += chunk;
+      const call = JSON.parse(body) as { id: number; method: string };
+      asked.push(call.method);
+      const reply = (result: string) => res.end(JSON.stringify({ jsonrpc: "2.0", id: call.id, result }));
+      // Another chain: its id is not Base's, and it never saw the payer's nonce.
+      if (call.method === "eth_chainId") return reply("0x14a34");
+      if (call.method === "eth_call") return reply(`0x${"0".repeat(64)}`);
+      const upstream = await fetch(chain.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      res.end(await upstream.text());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve()));
+    sellers.push({
+      close: () =>
+        new Promise<void>((resolve) => {
+          proxy.closeAllConnections();
+          proxy.close(() => resolve());
+        }),
+    });
+    const rpcUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const s = await seller({ maxTimeoutSeconds: 2, receipt: "none" });
+    const { pay, ledgerPath } = guarded(
+      policy({ maxPerPayment: "40000", maxPerDay: "40000", rpc: { "eip155:8453": rpcUrl } }),
+    );
+    expect((await pay(s.url)).status).toBe(200);
+    expect((await s.settle(s.held[0] as (typeof s.held)[number])).settled).toBe(true);
+    await advance(3);
+    await expect(pay(s.url)).rejects.toThrow(/over maxPerDay 40000/);
+    expect(asked).toContain("eth_chainId");
+    expect(states(ledgerPath)).toEqual([["signed", undefined]]);
+    expect(s.held).toHaveLength(1);
+    expect(await exposure(s)).toBe(40000n);
+  });
+
+  it("the cheapest entry the per-payee limit still allows is signed: a payee whose day is spent is passed over for another's dearer entry", async () => {
+    const s = await seller({
+      maxTimeoutSeconds: 60,
+      receipt: "honest",
+      offers: (quote) =>
+        quote === 0
+          ? [{ amount: "20000", payTo: PAYEE }]
+          : [
+              { amount: "15000", payTo: PAYEE2 },
+              { amount: "10", payTo: PAYEE },
+            ],
+    });
+    const { pay } = guarded(policy({ maxPerPayeePerDay: "20000" }));
+    expect((await pay(s.url)).status).toBe(200);
+    expect((await pay(s.url)).status).toBe(200);
+    expect(s.held.map((a) => [a.value, a.to])).toEqual([
+      ["20000", PAYEE],
+      ["15000", PAYEE2],
+    ]);
   });
 });

@@ -1,4 +1,6 @@
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
@@ -16,7 +18,13 @@ import {
 import { devAccount, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../../src/chain/local-chain.ts";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
-import { mineAtNow, type Offer, type Receipt, startHostileSeller } from "../helpers/hostile-x402-seller.ts";
+import {
+  finalizeHead,
+  mineAtNow,
+  type Offer,
+  type Receipt,
+  startHostileSeller,
+} from "../helpers/hostile-x402-seller.ts";
 import { chainRpc } from "../helpers/payment-faults.ts";
 import { freePort } from "../helpers/service.ts";
 
@@ -32,8 +40,11 @@ import { freePort } from "../helpers/service.ts";
  * quotes, validity down to 2 s, receipts honest (settled on chain), absent, lying (an invented
  * transaction) or `success: false` (settling anyway, or not); it takes any authorization it holds to
  * the chain whenever it likes, before or after validBefore. Between steps the clock moves (the
- * test's Date and the chain's block time together), and the buyer's process restarts (a new guard
- * on the same ledger file). Seeded: GUARD_MODEL_SEED replays a run, GUARD_MODEL_RUNS sets how many.
+ * test's Date and the chain's block time together; the chain finalizes the new head, or not yet),
+ * and the buyer's process restarts (a new guard on the same ledger file). The chain itself is
+ * hostile too: the seller forks the head and later reorganises back to the fork (never below the
+ * finalized block), then takes every authorization it holds to the chain at the fork's time; and
+ * the policy's RPC may be served by another chain (its own chain id, which never saw the nonces). Seeded: GUARD_MODEL_SEED replays a run, GUARD_MODEL_RUNS sets how many.
  */
 
 const SEED = Number(process.env.GUARD_MODEL_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -53,7 +64,9 @@ type Step =
       receipt: Receipt;
     }
   | { kind: "pay"; concurrent: number; guards: number }
-  | { kind: "advance"; seconds: number }
+  | { kind: "advance"; seconds: number; finalize: boolean }
+  | { kind: "fork" }
+  | { kind: "reorg" }
   | { kind: "settle"; pick: number }
   | { kind: "restart" };
 
@@ -84,13 +97,17 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant("advance" as const),
       seconds: fc.constantFrom(1, 2, 3, 10, 61, 600, 4 * 3600, 9 * 3600),
+      finalize: fc.boolean(),
     }),
   },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("fork" as const) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("reorg" as const) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("settle" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("restart" as const) }) },
 );
 const scenario = fc.record({
   timeZone: fc.constantFrom("UTC", "Asia/Tokyo", "America/New_York", "Pacific/Chatham"),
+  rpc: fc.constantFrom("own chain" as const, "own chain" as const, "another chain" as const),
   first: terms,
   steps: fc.array(step, { minLength: 5, maxLength: 25 }),
 });
@@ -98,8 +115,26 @@ const scenario = fc.record({
 describe("paid work kit guard: model-based, against a generated hostile seller on a local chain", () => {
   let chain: LocalChain;
   const dirs: string[] = [];
+  // The policy's RPC served by another chain: its own id, and it never saw the payer's nonces.
+  let otherChainRpc: string;
+  const otherChain = http.createServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    const call = JSON.parse(body) as { id: number; method: string };
+    const reply = (result: string) => res.end(JSON.stringify({ jsonrpc: "2.0", id: call.id, result }));
+    if (call.method === "eth_chainId") return reply("0x14a34");
+    if (call.method === "eth_call") return reply(`0x${"0".repeat(64)}`);
+    const upstream = await fetch(chain.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    res.end(await upstream.text());
+  });
   beforeAll(async () => {
     chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
+    await new Promise<void>((resolve) => otherChain.listen(0, "127.0.0.1", () => resolve()));
+    otherChainRpc = `http://127.0.0.1:${(otherChain.address() as AddressInfo).port}`;
     // One clock for the signer, the guard and the seller (Date only: timers and I/O run as usual);
     // the chain's block time is moved with it.
     vi.useFakeTimers({ toFake: ["Date"] });
@@ -110,6 +145,8 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
   }, 120_000);
   afterAll(async () => {
     vi.useRealTimers();
+    otherChain.closeAllConnections();
+    await new Promise((resolve) => otherChain.close(resolve));
     await chain?.stop();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -117,9 +154,9 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
   it(`never lets the seller hold more than the policy allows (seed ${SEED}, ${RUNS} runs)`, async () => {
     console.log(`paid-work-kit model: seed ${SEED}, ${RUNS} runs (replay with GUARD_MODEL_SEED=${SEED})`);
     let stepsRun = 0;
-    const seen = { signed: 0, refused: 0, usedOnChain: 0, v1: 0 };
+    const seen = { signed: 0, refused: 0, usedOnChain: 0, v1: 0, reorgs: 0, otherChain: 0 };
     await fc.assert(
-      fc.asyncProperty(scenario, async ({ timeZone, first, steps }) => {
+      fc.asyncProperty(scenario, async ({ timeZone, rpc, first, steps }) => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-guard-model-"));
         dirs.push(dir);
         const ledgerPath = path.join(dir, "ledger.jsonl");
@@ -133,8 +170,10 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
           maxPaymentsPerMinute: 6,
           blockedPayees: [BLOCKED],
           timeZone,
-          rpc: { "eip155:8453": chain.rpcUrl },
+          rpc: { "eip155:8453": rpc === "own chain" ? chain.rpcUrl : otherChainRpc },
         };
+        if (rpc === "another chain") seen.otherChain++;
+        let fork: { id: string; block: bigint } | undefined;
         const termsOf = (s: Extract<Step, { kind: "terms" }>) => ({
           version: s.version,
           offers: (quote: number) => s.quotes[quote % s.quotes.length] as Offer[],
@@ -155,7 +194,7 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
         };
         // Two guards on one ledger file: two processes of the same agent, spending from one budget.
         let guards = [guardedFetch(), guardedFetch()];
-        const log: string[] = [];
+        const log: string[] = [`rpc: ${rpc}`];
 
         const checkInvariant = async () => {
           const { time, used } = await seller.chainView();
@@ -238,8 +277,40 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
               case "advance":
                 vi.setSystemTime(Date.now() + s.seconds * 1000);
                 await mineAtNow(chain.rpcUrl);
-                log.push(`+${s.seconds}s`);
+                if (s.finalize) await finalizeHead(chain.rpcUrl);
+                log.push(`+${s.seconds}s${s.finalize ? " finalized" : ""}`);
                 break;
+              case "fork": {
+                const head = (await chainRpc(chain.rpcUrl, "eth_blockNumber", [])) as string;
+                fork = {
+                  id: (await chainRpc(chain.rpcUrl, "evm_snapshot", [])) as string,
+                  block: BigInt(head),
+                };
+                log.push(`fork at ${fork.block}`);
+                break;
+              }
+              case "reorg": {
+                // A reorganisation replaces only blocks that are not final yet.
+                const finalized = (await chainRpc(chain.rpcUrl, "eth_getBlockByNumber", [
+                  "finalized",
+                  false,
+                ])) as {
+                  number: string;
+                };
+                if (!fork || fork.block < BigInt(finalized.number)) {
+                  log.push("reorg: none possible");
+                  break;
+                }
+                await chainRpc(chain.rpcUrl, "evm_revert", [fork.id]);
+                log.push(`reorg to ${fork.block}`);
+                fork = undefined;
+                seen.reorgs++;
+                for (const held of [...seller.held]) {
+                  const { settled } = await seller.settle(held, { atChainTime: true });
+                  if (settled) log.push(`settle ${held.value} after the reorg`);
+                }
+                break;
+              }
               case "settle": {
                 const target = seller.held[s.pick % Math.max(1, seller.held.length)];
                 if (target) log.push(`settle ${target.value}: ${(await seller.settle(target)).settled}`);
@@ -263,7 +334,7 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
     console.log(
-      `paid-work-kit model: ${RUNS} runs, ${stepsRun} steps, invariant held after each; ${seen.signed} authorizations signed (${seen.v1} x402 v1), ${seen.usedOnChain} used on chain, ${seen.refused} payments refused`,
+      `paid-work-kit model: ${RUNS} runs, ${stepsRun} steps, invariant held after each; ${seen.signed} authorizations signed (${seen.v1} x402 v1), ${seen.usedOnChain} used on chain, ${seen.refused} payments refused, ${seen.reorgs} reorganisations, ${seen.otherChain} runs with the RPC of another chain`,
     );
     // The generator must reach what it is for: payments made, refused, and taken to the chain.
     expect(stepsRun).toBeGreaterThan(RUNS * 5);

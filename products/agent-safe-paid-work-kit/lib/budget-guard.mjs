@@ -8,7 +8,8 @@
 //
 // guardClient registers a requirements policy and hooks on the x402Client (the object
 // @x402/fetch, @x402/axios and the MCP clients share), and one on an x402HTTPClient when given one:
-//   registerPolicy           the offered entries the spend policy allows come first, cheapest first.
+//   registerPolicy           the cheapest offered entry the whole spend policy allows now (per payee,
+//                            per day included) is the only one left for the client to sign.
 //   onBeforePaymentCreation  authorizations whose validBefore passed without a receipt are looked up
 //                            on chain; then the requirement about to be signed is checked against the
 //                            policy and the ledger and its amount reserved, under a lock file (one
@@ -63,8 +64,13 @@ const GUARD = Symbol.for("agent-safe-paid-work-kit.guard");
  *   onDecision(event)    called with { payment, decision, id? } for every decision (logging)
  *   now                  clock, for tests
  *   lock                 { timeoutMs, staleMs } of the ledger lock
+ *   chainTimeoutMs       how long a payment waits for the policy's RPCs before it goes on with
+ *                        what they did not answer still counted (default 3000)
  */
-export function guardClient(client, { policy, ledgerPath, approve = async () => false, maxValiditySeconds = 3600, onDecision = () => {}, now = () => new Date(), lock = {} } = {}) {
+export function guardClient(
+  client,
+  { policy, ledgerPath, approve = async () => false, maxValiditySeconds = 3600, onDecision = () => {}, now = () => new Date(), lock = {}, chainTimeoutMs = 3_000 } = {},
+) {
   const problems = checkPolicy(policy);
   if (problems.length > 0) throw new Error(`invalid spend policy: ${problems.join("; ")}`);
   if (!ledgerPath) throw new Error("guardClient needs a ledgerPath");
@@ -87,6 +93,9 @@ export function guardClient(client, { policy, ledgerPath, approve = async () => 
   // The size of the ledger when this guard last wrote it: a smaller or missing file means it was
   // truncated or deleted under us, and what it held (signatures that can still move money) is lost.
   let knownSize = 0;
+  // The ledger as this guard last read it under the lock: what the chain is asked about before the
+  // next decision, without reading the whole file once more (the decision reads it again, locked).
+  let lastEntries;
 
   /** Runs `work(records, at)` under the lock on a repaired, checked ledger. */
   const underLock = (work) =>
@@ -100,7 +109,8 @@ export function guardClient(client, { policy, ledgerPath, approve = async () => 
             `${ledgerPath}: the ledger ${size === 0 ? "is gone or empty" : "is shorter"} (${size} bytes; this guard wrote ${knownSize}): it was deleted or truncated while in use; restore it before paying again`,
           );
         }
-        const result = work(readLedger(ledgerPath), now());
+        lastEntries = readLedger(ledgerPath);
+        const result = work(lastEntries, now());
         knownSize = fileSize(ledgerPath);
         return result;
       },
@@ -109,7 +119,7 @@ export function guardClient(client, { policy, ledgerPath, approve = async () => 
 
   /** Under the lock: expire lapsed reservations, decide, and reserve when allowed (or approved). */
   const decideAndReserve = async (payment, validitySeconds, approved) => {
-    await resolveLapsedAuthorizations(ledgerPath, policy, { now: now(), lock });
+    await resolveLapsedAuthorizations(ledgerPath, policy, { now: now(), lock, timeoutMs: chainTimeoutMs, records: lastEntries && foldLedger(lastEntries) });
     return underLock((entries, at) => {
       for (const old of lapsedReservations(foldLedger(entries), at)) {
         appendEntry(ledgerPath, { at: at.toISOString(), id: old.id, state: "expired", reason: "reservation passed without a signature" });
@@ -145,12 +155,20 @@ export function guardClient(client, { policy, ledgerPath, approve = async () => 
 
   Object.defineProperty(core, GUARD, { value: { recordReceipt } });
 
-  core.registerPolicy?.((_version, requirements) => rankRequirements(policy, requirements));
+  // The entry the client signs is the one the guard ranks first (given alone); the ledger is read
+  // without the lock here: the decision on that entry is made again under it.
+  core.registerPolicy?.((version, requirements) => {
+    let entries = lastEntries ?? [];
+    try {
+      entries = lastEntries ?? readLedger(ledgerPath);
+    } catch {} // refused, naming the file, by the decision under the lock
+    return rankRequirements(policy, requirements, entries, now(), version);
+  });
 
   core.onBeforePaymentCreation(async ({ paymentRequired, selectedRequirements }) => {
     const requirements = selectedRequirements;
     const url = requestedUrls.get(paymentRequired) ?? paymentRequired?.resource?.url ?? requirements.resource;
-    const payment = paymentOf(requirements, url);
+    const payment = paymentOf(requirements, url, paymentRequired?.x402Version);
     const validitySeconds = Number(requirements.maxTimeoutSeconds ?? 0);
     const refuse = (decision) => {
       onDecision({ payment, decision });

@@ -16,6 +16,8 @@ export interface SpendPolicy {
   timeZone?: string;
   /** A JSON-RPC URL per CAIP-2 network, to ask the chain whether a lapsed authorization was used. */
   rpc?: Record<string, string>;
+  /** Per CAIP-2 network, the block tag the RPC is read at to release a lapsed authorization (default "finalized"). */
+  finality?: Record<string, "finalized" | "safe">;
 }
 
 export interface Payment {
@@ -58,7 +60,10 @@ export interface GuardOptions {
   maxValiditySeconds?: number;
   onDecision?: (event: { payment: Payment; decision: Decision; id?: string }) => void;
   now?: () => Date;
+  /** A lock is stale only when its holder's process is gone, or (another host) older than staleMs (default min(5000, timeoutMs / 2); must be shorter than timeoutMs). */
   lock?: { timeoutMs?: number; staleMs?: number };
+  /** How long a payment waits for the policy's RPCs; what they did not answer stays counted (default 3000). */
+  chainTimeoutMs?: number;
 }
 
 /** The hooks of @x402/core's x402Client that the guard uses (x402HTTPClient: pass it, it has `.client`). */
@@ -82,8 +87,16 @@ export function createBudgetGuard(options?: unknown): never;
 
 export function checkPolicy(policy: unknown): string[];
 export function decide(policy: SpendPolicy, payment: Payment, spent?: LedgerEntry[], now?: Date, ledgerName?: string): Decision;
-export function rankRequirements<R extends Record<string, unknown>>(policy: SpendPolicy, requirements: R[]): R[];
-export function paymentOf(requirements: Record<string, unknown>, url?: string): Payment;
+/** The cheapest entry the whole policy allows now (per payee and per day included), alone, or none. */
+export function rankRequirements<R extends Record<string, unknown>>(
+  policy: SpendPolicy,
+  requirements: R[],
+  spent?: LedgerEntry[],
+  now?: Date,
+  version?: 1 | 2,
+): R[];
+/** v1 entries are read by `maxAmountRequired` (what the v1 client signs), v2 by `amount`. */
+export function paymentOf(requirements: Record<string, unknown>, url?: string, version?: 1 | 2): Payment;
 export function termsFrom402(headerValue: string | null | undefined, body?: unknown, policy?: SpendPolicy): Payment & Record<string, unknown>;
 export const V1_NETWORKS: Record<string, string>;
 
@@ -102,7 +115,16 @@ export function authorizationStatus(
 export function resolveLapsedAuthorizations(
   ledgerPath: string,
   policy: SpendPolicy,
-  options?: { now?: Date; lock?: { timeoutMs?: number; staleMs?: number }; timeoutMs?: number },
+  options?: {
+    now?: Date;
+    lock?: { timeoutMs?: number; staleMs?: number };
+    timeoutMs?: number;
+    /** Look up every unanswered authorization, not only those that count today (the ledger script). */
+    all?: boolean;
+    records?: LedgerEntry[];
+    concurrency?: number;
+    maxLookups?: number;
+  },
 ): Promise<{ id: string; nonce: string; state: "used" | "unused" | "pending" | "unknown"; block?: string; reason?: string }[]>;
 export function appendEntry(file: string, entry: Partial<LedgerEntry>): void;
 export function foldLedger(entries: LedgerEntry[]): (LedgerEntry & { line: number; lines: number[]; updatedAt: string })[];

@@ -89,30 +89,51 @@ export function readLedger(file) {
   return entries;
 }
 
-/** Cuts off a last line left half-written by a crash, so the next line does not join it. */
+/**
+ * Cuts off a last line left half-written by a crash, so the next line does not join it. Reads only
+ * the end of the file (lines are bounded, see appendEntry), not the whole ledger.
+ */
 export function repairLedger(file) {
-  let text;
+  let fd;
   try {
-    text = fs.readFileSync(file, "utf8");
+    fd = fs.openSync(file, "r+");
   } catch (error) {
     if (error.code === "ENOENT") return false;
-    throw error;
+    throw new LedgerError(`${file}: cannot be opened (${error.code ?? error.message})`);
   }
-  if (text === "" || text.endsWith("\n")) return false;
-  const lastNewline = text.lastIndexOf("\n");
-  const last = text.slice(lastNewline + 1);
   try {
-    JSON.parse(last);
-    fs.appendFileSync(file, "\n"); // a complete line without its newline
-  } catch {
-    fs.truncateSync(file, Buffer.byteLength(text.slice(0, lastNewline + 1)));
+    const size = fs.fstatSync(fd).size;
+    if (size === 0) return false;
+    const tail = Buffer.alloc(Math.min(size, 64 * 1024));
+    fs.readSync(fd, tail, 0, tail.length, size - tail.length);
+    if (tail.at(-1) === 0x0a) return false;
+    const newline = tail.lastIndexOf(0x0a);
+    if (newline < 0 && tail.length < size) throw new LedgerError(`${file}: its last line is longer than 64 KiB (not a line this kit writes); repair it before paying again`);
+    const last = tail.subarray(newline + 1).toString("utf8");
+    try {
+      JSON.parse(last);
+      fs.writeSync(fd, "\n", size); // a complete line without its newline
+    } catch {
+      fs.ftruncateSync(fd, size - (tail.length - newline - 1));
+    }
+    return true;
+  } finally {
+    fs.closeSync(fd);
   }
-  return true;
 }
 
-/** Appends one line (one write call, O_APPEND); fields outside LEDGER_FIELDS are dropped. */
+/** The longest string each field keeps (seller-supplied text is cut, with a marker saying how much). */
+const FIELD_LIMITS = { url: 2048, reason: 500 };
+const FIELD_LIMIT = 200;
+function bounded(field, value) {
+  const limit = FIELD_LIMITS[field] ?? FIELD_LIMIT;
+  if (typeof value !== "string" || value.length <= limit) return value;
+  return `${value.slice(0, limit)}…[cut ${value.length - limit} chars]`;
+}
+
+/** Appends one line (one write call, O_APPEND); fields outside LEDGER_FIELDS are dropped, strings are bounded. */
 export function appendEntry(file, entry) {
-  const line = Object.fromEntries(LEDGER_FIELDS.filter((f) => entry[f] !== undefined || f === "at").map((f) => [f, entry[f] ?? null]));
+  const line = Object.fromEntries(LEDGER_FIELDS.filter((f) => entry[f] !== undefined || f === "at").map((f) => [f, bounded(f, entry[f] ?? null)]));
   fs.appendFileSync(file, `${JSON.stringify(line)}\n`);
 }
 

@@ -2,12 +2,19 @@
 // sharing one ledger decide and reserve one at a time. No dependencies.
 //
 // The lock is `<ledger>.lock`, created with O_CREAT|O_EXCL ("wx"): exactly one creator wins. It
-// holds { pid, host, token, at }. A lock is stale when its process is gone (same host) or it is
-// older than `staleMs` (a holder keeps it for milliseconds: the work inside is synchronous).
-// A stale lock is moved aside under a unique name, checked to be the one judged stale, and removed.
+// holds { pid, host, token, at }. A holder keeps it for milliseconds (the work inside is
+// synchronous) and removes it only while it still holds its own token.
+// Stale: on this host, only when its process is gone (a live holder is never broken, however old
+// its lock); from another host (a shared disk), when it is older than `staleMs`, which must be
+// shorter than `timeoutMs` so that a waiter outlives a crashed holder.
+// Breaking a stale lock is itself done under a second lock, `<ledger>.lock.break` (created with
+// "wx", held for microseconds): only its holder may remove the lock file, and only after reading
+// again, under it, the token it judged stale. No one else removes a lock it does not hold, so the
+// token read is still the file's when it is removed.
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
+import { LedgerError } from "./ledger.mjs";
 
 export class LockTimeout extends Error {}
 
@@ -25,39 +32,46 @@ function alive(pid) {
 function readLock(file) {
   try {
     return JSON.parse(fs.readFileSync(file, "utf8"));
-  } catch {
+  } catch (error) {
+    if (error.code === "EISDIR") throw notALockFile(file);
     return undefined; // gone, or being written this instant
   }
 }
 
-function isStale(holder, file, staleMs) {
-  if (!holder) {
-    // Unreadable: judge by age only (a creator writes its line right after creating the file).
-    try {
-      return Date.now() - fs.statSync(file).mtimeMs > staleMs;
-    } catch {
-      return false;
-    }
+const notALockFile = (file) => new LedgerError(`the ledger lock ${file} is not a file (a directory?); remove it before paying again`);
+
+function ageMs(file) {
+  try {
+    return Date.now() - fs.statSync(file).mtimeMs;
+  } catch {
+    return 0;
   }
-  if (holder.host === os.hostname() && Number.isInteger(holder.pid) && !alive(holder.pid)) return true;
-  return Date.now() - Date.parse(holder.at) > staleMs;
 }
 
-function breakStale(file, holder) {
-  const aside = `${file}.${randomBytes(6).toString("hex")}.stale`;
+function isStale(holder, file, staleMs) {
+  if (holder && holder.host === os.hostname() && Number.isInteger(holder.pid)) return !alive(holder.pid);
+  // Unreadable (its creator writes right after creating it) or another host's: by age.
+  return ageMs(file) > staleMs;
+}
+
+function breakStale(file, holder, staleMs) {
+  const breaker = `${file}.break`;
+  let fd;
   try {
-    fs.renameSync(file, aside);
-  } catch {
-    return; // someone else moved or released it
+    fd = fs.openSync(breaker, "wx");
+  } catch (error) {
+    if (error.code !== "EEXIST") throw error;
+    // A breaker holds it for microseconds: one this old crashed while holding it.
+    if (ageMs(breaker) > staleMs) fs.rmSync(breaker, { force: true });
+    return;
   }
-  const moved = readLock(aside);
-  if (holder && moved && moved.token !== holder.token) {
-    // Between our look and our move another waiter took the lock: put it back.
-    try {
-      fs.linkSync(aside, file);
-    } catch {}
+  try {
+    const now = readLock(file);
+    if (now?.token === holder?.token && isStale(now, file, staleMs)) fs.rmSync(file, { force: true });
+  } finally {
+    fs.closeSync(fd);
+    fs.rmSync(breaker, { force: true });
   }
-  fs.rmSync(aside, { force: true });
 }
 
 function tryAcquire(file, staleMs) {
@@ -66,9 +80,13 @@ function tryAcquire(file, staleMs) {
   try {
     fd = fs.openSync(file, "wx");
   } catch (error) {
+    if (error.code === "ENOENT" || error.code === "ENOTDIR") throw new LedgerError(`the ledger's directory does not exist (${file}); create it before paying`);
+    if (error.code === "EACCES" || error.code === "EPERM" || error.code === "EROFS") throw new LedgerError(`the ledger lock ${file} cannot be created (${error.code})`);
     if (error.code !== "EEXIST") throw error;
+    const stat = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (stat && !stat.isFile()) throw notALockFile(file);
     const holder = readLock(file);
-    if (isStale(holder, file, staleMs)) breakStale(file, holder);
+    if (isStale(holder, file, staleMs)) breakStale(file, holder, staleMs);
     return undefined;
   }
   try {
@@ -88,7 +106,8 @@ function release(file, token) {
  * of `ledgerPath`; waits for it up to `timeoutMs`, then throws LockTimeout (fail closed: nothing is
  * reserved, nothing signed).
  */
-export async function withLedgerLock(ledgerPath, work, { timeoutMs = 10_000, staleMs = 30_000 } = {}) {
+export async function withLedgerLock(ledgerPath, work, { timeoutMs = 10_000, staleMs = Math.min(5_000, timeoutMs / 2) } = {}) {
+  if (!(staleMs < timeoutMs)) throw new RangeError(`lock: staleMs (${staleMs}) must be shorter than timeoutMs (${timeoutMs})`);
   const file = `${ledgerPath}.lock`;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -100,7 +119,11 @@ export async function withLedgerLock(ledgerPath, work, { timeoutMs = 10_000, sta
         release(file, token);
       }
     }
-    if (Date.now() > deadline) throw new LockTimeout(`the ledger lock ${file} is held by another process (waited ${timeoutMs} ms)`);
+    if (Date.now() > deadline) {
+      const holder = readLock(file);
+      const who = holder?.pid ? ` (pid ${holder.pid} on ${holder.host})` : "";
+      throw new LockTimeout(`the ledger lock ${file} is held by another process${who} (waited ${timeoutMs} ms; remove the file if that process no longer uses the ledger)`);
+    }
     await sleep(2 + Math.floor(Math.random() * 8));
   }
 }

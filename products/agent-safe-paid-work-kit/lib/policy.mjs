@@ -28,7 +28,7 @@ export function checkPolicy(policy) {
   const need = (ok, message) => ok || problems.push(message);
   need(policy && typeof policy === "object" && !Array.isArray(policy), "the policy must be a JSON object");
   if (problems.length) return problems;
-  const known = ["version", "networks", "assets", "maxPerPayment", "maxPerDay", "maxPerPayeePerDay", "payees", "blockedPayees", "hosts", "approvalAbove", "maxPaymentsPerMinute", "timeZone", "rpc"];
+  const known = ["version", "networks", "assets", "maxPerPayment", "maxPerDay", "maxPerPayeePerDay", "payees", "blockedPayees", "hosts", "approvalAbove", "maxPaymentsPerMinute", "timeZone", "rpc", "finality"];
   for (const key of Object.keys(policy)) need(known.includes(key), `unknown field "${key}"`);
   need(policy.version === 1, "version must be 1");
   need(Array.isArray(policy.networks) && policy.networks.length > 0 && policy.networks.every((n) => /^eip155:\d+$/.test(n)), "networks: a non-empty list of CAIP-2 ids (eip155:8453)");
@@ -49,17 +49,34 @@ export function checkPolicy(policy) {
       }
     }
   }
+  if (policy.finality !== undefined) {
+    const finality = policy.finality;
+    if (!finality || typeof finality !== "object" || Array.isArray(finality)) need(false, 'finality: an object { "<CAIP-2 network>": "finalized" | "safe" }');
+    else {
+      for (const [network, tag] of Object.entries(finality)) {
+        need(Array.isArray(policy.networks) && policy.networks.includes(network), `finality: network ${network} is not in networks`);
+        need(tag === "finalized" || tag === "safe", `finality.${network}: "finalized" or "safe", got ${JSON.stringify(tag)}`);
+      }
+    }
+  }
   if (problems.length === 0) need(BigInt(policy.maxPerPayment) <= BigInt(policy.maxPerDay), "maxPerPayment cannot exceed maxPerDay");
   return problems;
 }
 
 const same = (a, b) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
 
+/** A seller's string, cut short for a message. */
+const clip = (value) => {
+  const text = String(value);
+  return text.length <= 80 && /^[\x21-\x7e]*$/.test(text) ? text : `${JSON.stringify(text.slice(0, 80))}${text.length > 80 ? "…" : ""}`;
+};
+
 /** The checks of a payment that do not depend on the ledger (network, asset, payees, host, size). */
 function staticReasons(policy, payment, { hosts = true } = {}) {
   const reasons = [];
-  if (!policy.networks.includes(payment.network)) reasons.push(`network ${payment.network} is not allowed`);
-  if (!policy.assets.some((a) => same(a, payment.asset))) reasons.push(`asset ${payment.asset} is not allowed`);
+  if (!policy.networks.includes(payment.network)) reasons.push(`network ${clip(payment.network)} is not allowed`);
+  if (!policy.assets.some((a) => same(a, payment.asset))) reasons.push(`asset ${clip(payment.asset)} is not allowed`);
+  if (!ADDRESS.test(String(payment.payTo))) return [...reasons, `payee ${clip(payment.payTo)} is not an address`];
   if ((policy.blockedPayees ?? []).some((a) => same(a, payment.payTo))) reasons.push(`payee ${payment.payTo} is blocked`);
   if (policy.payees && !policy.payees.some((a) => same(a, payment.payTo))) reasons.push(`payee ${payment.payTo} is not on the allow list`);
   if (policy.hosts && hosts) {
@@ -80,9 +97,10 @@ function staticReasons(policy, payment, { hosts = true } = {}) {
  * only with a human's approval. `ledgerName` names the ledger in a refusal about its contents.
  */
 export function decide(policy, payment, spent = [], now = new Date(), ledgerName = "the ledger") {
-  if (!ATOMIC.test(String(payment.amount))) return { decision: "deny", reasons: [`amount ${payment.amount} is not atomic units`] };
+  if (!ATOMIC.test(String(payment.amount))) return { decision: "deny", reasons: [`amount ${clip(payment.amount)} is not atomic units`] };
   const amount = BigInt(payment.amount);
   const reasons = staticReasons(policy, payment);
+  if (!ADDRESS.test(String(payment.payTo))) return { decision: "deny", reasons };
   const timeZone = policy.timeZone ?? "UTC";
   const today = dayIn(timeZone, now);
   const records = foldLedger(spent);
@@ -105,21 +123,26 @@ export function decide(policy, payment, spent = [], now = new Date(), ledgerName
 }
 
 /**
- * The offered requirements in the order to prefer them: those the policy allows (network, asset,
- * payee, maxPerPayment) first, cheapest first; the others after, in the seller's order, so that
- * when none is allowed the refusal names the seller's first choice. (The host is the same for every
- * entry of one answer: it is checked before signing.)
+ * The offered entry to sign: the cheapest of those the whole policy allows now (network, asset,
+ * payee, maxPerPayment, and the day's and the payee's limits given `spent`), alone, so that the
+ * client cannot pick another; when none is allowed, the seller's first, so that the refusal names
+ * it. (The host is the same for every entry of one answer: it is checked before signing.) The
+ * guard decides again, under the lock, on the entry actually about to be signed.
  */
-export function rankRequirements(policy, requirements) {
-  const allowed = (r) => {
-    const payment = paymentOf(r);
-    return ATOMIC.test(payment.amount) && staticReasons(policy, payment, { hosts: false }).length === 0;
-  };
-  const ok = requirements.filter(allowed).sort((a, b) => {
-    const [x, y] = [BigInt(paymentOf(a).amount), BigInt(paymentOf(b).amount)];
-    return x < y ? -1 : x > y ? 1 : 0;
-  });
-  return [...ok, ...requirements.filter((r) => !ok.includes(r))];
+export function rankRequirements(policy, requirements, spent = [], now = new Date(), version) {
+  const ranked = [];
+  for (const r of requirements) {
+    const payment = paymentOf(r, undefined, version);
+    let decision;
+    try {
+      decision = ATOMIC.test(payment.amount) ? decide(policy, payment, spent, now) : { decision: "deny" };
+    } catch {
+      decision = { decision: staticReasons(policy, payment, { hosts: false }).length === 0 ? "allow" : "deny" }; // an unreadable ledger is refused under the lock
+    }
+    if (decision.decision !== "deny") ranked.push({ r, amount: BigInt(payment.amount), approve: decision.decision === "approve" });
+  }
+  ranked.sort((a, b) => (a.approve !== b.approve ? (a.approve ? 1 : -1) : a.amount < b.amount ? -1 : a.amount > b.amount ? 1 : 0));
+  return ranked.length > 0 ? [ranked[0].r] : requirements.slice(0, 1);
 }
 
 function hostOf(url) {
@@ -133,10 +156,15 @@ function hostOf(url) {
 /** x402 version 1 network names, as CAIP-2 ids (the policy lists CAIP-2 ids). */
 export const V1_NETWORKS = { base: "eip155:8453", "base-sepolia": "eip155:84532", ethereum: "eip155:1", sepolia: "eip155:11155111", polygon: "eip155:137", "polygon-amoy": "eip155:80002", avalanche: "eip155:43114", "avalanche-fuji": "eip155:43113" };
 
-/** The payment a requirement (x402 v2 `accepts[i]`, or v1 with `maxAmountRequired`) asks for. */
-export function paymentOf(requirements, url) {
+/**
+ * The payment a requirement (x402 v2 `accepts[i]` with `amount`, or v1 with `maxAmountRequired`)
+ * asks for: the amount the client of that `version` signs (when the version is not known, v2's
+ * `amount`, else `maxAmountRequired`).
+ */
+export function paymentOf(requirements, url, version) {
   const network = V1_NETWORKS[requirements.network] ?? requirements.network;
-  return { network, asset: requirements.asset, amount: String(requirements.amount ?? requirements.maxAmountRequired), payTo: requirements.payTo, url };
+  const amount = version === 1 ? requirements.maxAmountRequired : version === 2 ? requirements.amount : (requirements.amount ?? requirements.maxAmountRequired);
+  return { network, asset: requirements.asset, amount: String(amount), payTo: requirements.payTo, url };
 }
 
 /** The x402 terms of a 402 answer: the PAYMENT-REQUIRED header (base64 JSON) or the JSON body (v1); the entry a guard would pick. */
@@ -144,6 +172,6 @@ export function termsFrom402(headerValue, body, policy) {
   const required = headerValue ? JSON.parse(Buffer.from(headerValue, "base64").toString("utf8")) : body;
   if (!required || !Array.isArray(required.accepts) || required.accepts.length === 0) throw new Error("no x402 payment terms found");
   const url = required.resource?.url;
-  const [first] = policy ? rankRequirements(policy, required.accepts) : required.accepts;
+  const [first] = policy ? rankRequirements(policy, required.accepts, [], new Date(), required.x402Version) : required.accepts;
   return { ...first, url };
 }

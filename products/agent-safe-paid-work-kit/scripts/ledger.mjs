@@ -36,7 +36,7 @@ if (option("policy")) {
   if (problems.length > 0) fail(`ledger: invalid policy: ${problems.join("; ")}`);
 }
 try {
-  const chain = policy ? await resolveLapsedAuthorizations(file, policy, { now }) : [];
+  const chain = policy ? await resolveLapsedAuthorizations(file, policy, { now, all: true }) : [];
   const entries = readLedger(file);
   const problems = auditLedger(entries);
   const payments = foldLedger(entries);

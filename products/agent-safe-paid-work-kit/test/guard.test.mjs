@@ -123,6 +123,7 @@ test("after validBefore the guard asks the chain: released only when it shows th
   assert.deepEqual(records().map((r) => r.state), ["signed"]);
   // The chain is past validBefore and the seller used it meanwhile: settled, counted for good.
   chain.state.time += 3600;
+  offset += 10_000; // past the back-off after the chain's "not yet"
   const [first] = s.received.map((p) => p.payload.authorization);
   chain.use(first.from, first.nonce);
   await assert.rejects(pay(s.url), /over maxPerDay 80000/);

@@ -1,16 +1,20 @@
-// A stand-in for a chain's JSON-RPC, for the kit's offline tests: the latest block's time, and
-// USDC's authorizationState(payer, nonce) from a set of used nonces. The project's own tests ask a
+// A stand-in for a chain's JSON-RPC, for the kit's offline tests: its chain id, the time of the block
+// the guard asks for (any tag: the stand-in has one block), and USDC's authorizationState(payer,
+// nonce) from a set of used nonces. `state.tags` lists the block tags asked for. The project's own tests ask a
 // real local chain (anvil with Circle's USDC) instead.
 import http from "node:http";
 
-export async function startChainStandIn({ time = Math.floor(Date.now() / 1000) } = {}) {
-  const state = { time, used: new Set(), calls: 0 };
+export async function startChainStandIn({ time = Math.floor(Date.now() / 1000), chainId = 8453 } = {}) {
+  const state = { time, chainId, used: new Set(), calls: 0, tags: [], hang: false };
   const server = http.createServer(async (req, res) => {
     const chunks = [];
     for await (const chunk of req) chunks.push(chunk);
     const { id, method, params } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
     state.calls++;
+    if (state.hang) return; // never answers (the guard's timeout must end the wait)
     let result;
+    if (method === "eth_chainId") result = `0x${state.chainId.toString(16)}`;
+    else if (method === "eth_getBlockByNumber") state.tags.push(params[0]);
     if (method === "eth_getBlockByNumber") result = { number: "0x10", timestamp: `0x${state.time.toString(16)}` };
     else if (method === "eth_call") {
       const data = params[0].data;

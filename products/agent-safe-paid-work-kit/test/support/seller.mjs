@@ -11,14 +11,14 @@ const b64 = (value) => Buffer.from(JSON.stringify(value)).toString("base64");
  * price(quoteNumber) → atomic amount of the n-th 402 (0-based), or a list of amounts (one offered
  * entry each); receipts: "settle" | "none" | "fail"; version: 2 | 1; handler(body) → response body.
  */
-export async function startSeller({ price = () => "10000", receipts = "settle", payTo = SELLER, network = "eip155:8453", asset = USDC, maxTimeoutSeconds = 300, version = 2, handler = () => "{}" } = {}) {
+export async function startSeller({ price = () => "10000", receipts = "settle", payTo = SELLER, network = "eip155:8453", asset = USDC, maxTimeoutSeconds = 300, version = 2, handler = () => "{}", resource } = {}) {
   let quotes = 0;
   const received = [];
   const server = http.createServer(async (req, res) => {
     const chunks = [];
     for await (const chunk of req) chunks.push(chunk);
     const signature = req.headers["payment-signature"] ?? req.headers["x-payment"];
-    const resourceUrl = `http://127.0.0.1:${server.address().port}${req.url}`;
+    const resourceUrl = resource ?? `http://127.0.0.1:${server.address().port}${req.url}`;
     if (!signature) {
       const amounts = [price(quotes++)].flat().map(String);
       if (version === 1) {
