@@ -6,7 +6,7 @@
  * that is old is a warning.
  */
 import fc from "fast-check";
-import { createPublicClient, http, type PublicClient } from "viem";
+import { createPublicClient, http, type PublicClient, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { LOCAL_DEX } from "../../src/chain/dex/local-dex.ts";
@@ -24,11 +24,14 @@ import {
 } from "../../src/operations/chain-arbitrage-snapshot/schema.ts";
 import {
   type SnapshotSettings,
+  sampleTransaction,
   takeSnapshot,
 } from "../../src/operations/chain-arbitrage-snapshot/snapshot.ts";
+import { venue } from "../../src/operations/chain-arbitrage-snapshot/venues.ts";
 import { jsonPost, startTestService, type TestService } from "../helpers/service.ts";
 
 const USDC_UNIT = 1_000_000n;
+const GAS_PRICE_ORACLE = parseAbi(["function getL1Fee(bytes) view returns (uint256)"]);
 const settings = (extra: Partial<SnapshotSettings> = {}): SnapshotSettings => ({
   addresses: LOCAL_CHAIN_ADDRESSES,
   priorityFeeWei: 1_000_000n,
@@ -120,6 +123,52 @@ describe("chain-arbitrage-snapshot: gas per size, simulated answers, sizes and b
       ),
       { seed, numRuns: 12 },
     );
+  });
+
+  it("each leg pays the L1 data fee of its own transaction: a sell's bytes are not the buy's", async () => {
+    const { usdc, weth, gasPriceOracle } = LOCAL_CHAIN_ADDRESSES;
+    const l1Fee = (transaction: `0x${string}`) =>
+      chain.readContract({
+        address: gasPriceOracle,
+        abi: GAS_PRICE_ORACLE,
+        functionName: "getL1Fee",
+        args: [transaction],
+        blockNumber: BigInt(block),
+      });
+    const body = await takeSnapshot(client, settings(), input({ amountUsdc: 500, blockNumber: block }));
+    for (const [t, trip] of body.roundTrips.entries()) {
+      const [buy, sell] = [body.legs[2 * t], body.legs[2 * t + 1]];
+      const buyFee = await l1Fee(
+        sampleTransaction(
+          venue(trip.buyOn, LOCAL_CHAIN_ADDRESSES),
+          usdc,
+          weth,
+          parseUnitsExact(trip.usdcIn, 6),
+        ),
+      );
+      const sellFee = await l1Fee(
+        sampleTransaction(
+          venue(trip.sellOn, LOCAL_CHAIN_ADDRESSES),
+          weth,
+          usdc,
+          parseUnitsExact(trip.wethOut, 18),
+        ),
+      );
+      expect(BigInt(buy?.l1FeeWei as string)).toBe(buyFee);
+      expect(BigInt(sell?.l1FeeWei as string)).toBe(sellFee);
+      // The WETH amount (18 decimals) has more non-zero bytes than the USDC amount (6): the sell
+      // venue's transaction is not the size of a buy of the same USDC on that venue.
+      const sameVenueBuyFee = await l1Fee(
+        sampleTransaction(
+          venue(trip.sellOn, LOCAL_CHAIN_ADDRESSES),
+          usdc,
+          weth,
+          parseUnitsExact(trip.usdcIn, 6),
+        ),
+      );
+      expect(sellFee).toBeGreaterThan(sameVenueBuyFee);
+      expect(BigInt(trip.l1FeeWei)).toBe(buyFee + sellFee);
+    }
   });
 
   it("a local-mode answer says it is simulated, and names the feed as a stand-in", async () => {
