@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { recordsAsOf, SCHEMA_VERSION } from "../operations/clinical-trials-query/database.ts";
+import { apiSnapshotDate } from "../operations/clinical-trials-query/ingest.ts";
 import type { ArchiveEntry } from "./zip.ts";
 
 /**
@@ -95,8 +96,12 @@ function incompleteIngest(db: Database.Database, meta: Record<string, string>): 
     return `the API ingest did not complete: received ${received} of ${total ?? "an unknown number of"} studies`;
   }
   if (meta.source !== run.source) return "meta.source does not name the API ingest that completed";
-  if (meta.snapshot_date !== run.startedAt?.slice(0, 10)) {
-    return `meta.snapshot_date ${meta.snapshot_date} is not the day the API ingest started (${run.startedAt})`;
+  const expected = apiSnapshotDate(db, run.startedAt?.slice(0, 10) ?? "");
+  if (
+    meta.snapshot_date !== expected.snapshotDate ||
+    meta.snapshot_date_basis !== expected.snapshotDateBasis
+  ) {
+    return `meta.snapshot_date ${meta.snapshot_date} (${meta.snapshot_date_basis}) is not the date the records and the API ingest's start (${run.startedAt}) give: ${expected.snapshotDate} (${expected.snapshotDateBasis})`;
   }
   return undefined;
 }
@@ -372,6 +377,7 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
       selectionRule: meta.selection_rule || "start-date",
       ruleCounts: meta.rule_counts ? (JSON.parse(meta.rule_counts) as Record<string, number | null>) : null,
       skippedRecords: Number(meta.skipped_records ?? 0),
+      ingestStartedAt: meta.ingest_started_at ?? null,
     };
     const dateBasis = meta.snapshot_date_basis ?? null;
     const copies = recordsAsOf(db);

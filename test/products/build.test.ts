@@ -22,6 +22,7 @@ import {
   createClinicalDb,
   editClinicalDb,
   extractTo,
+  INGEST_STARTED,
   readZip,
   SNAPSHOT_DATE,
 } from "./helpers.ts";
@@ -287,6 +288,11 @@ describe("the clinical snapshot product", () => {
       expect(checked).toContain(expected);
     }
     expect(text("VALIDATION.md")).toContain(`| measurements | ${counts.measurements} |`);
+    // The ingest started on INGEST_STARTED, but its records are the registry's copies of the day
+    // before: the snapshot is sold as of the older date, the start is kept beside it.
+    expect(validation.snapshotDate).toBe(SNAPSHOT_DATE);
+    expect(validation.recordsAsOf).toEqual({ oldest: SNAPSHOT_DATE, newest: SNAPSHOT_DATE });
+    expect(validation.provenance.ingestStartedAt).toBe(`${INGEST_STARTED}T00:30:00.000Z`);
     // What the date is based on, and how old the records' copies are, are stated, not left implied.
     expect(validation.snapshotDateBasis).toBe(settings.meta.snapshot_date_basis);
     expect(validation).toHaveProperty("recordsAsOf");
