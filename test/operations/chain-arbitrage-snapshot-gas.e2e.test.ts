@@ -214,6 +214,43 @@ describe("chain-arbitrage-snapshot: gas per size, simulated answers, sizes and b
       input({ amountUsdc: 500, blockNumber: block }),
     );
     expect(costly.sizes.largestProfitable).toBeNull();
+    expect(costly.sizes.largestProfitableOpenEnded).toBe(false);
+    expect(costly.sizes.breakEvenOpenEnded).toBe(false);
+    // The default ladder: a pick at the ladder's end is flagged exactly when it is that end.
+    const quoted = rows.map((row) => row.size).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(body.sizes.largestProfitableOpenEnded).toBe(largest === quoted.at(-1));
+    expect(body.sizes.breakEvenOpenEnded).toBe(
+      parseUnitsExact(body.sizes.breakEven?.usdcIn as string, 6) === quoted[0],
+    );
+  });
+
+  it("when every size quoted is profitable, both ends are flagged open: the true range may be wider", async () => {
+    const first = await takeSnapshot(client, settings(), input({ amountUsdc: 500, blockNumber: block }));
+    const t = first.roundTrips.findIndex((trip) => trip.buyOn === first.sizes.best?.buyOn);
+    const profitable = [
+      { usdcIn: first.amountUsdc, net: first.roundTrips[t]?.netPnlUsdc },
+      ...first.sizes.ladder.map((row) => ({ usdcIn: row.usdcIn, net: row.roundTrips[t]?.netPnlUsdc })),
+    ]
+      .filter((row) => row.net && parseUnitsExact(row.net, 6) > 0n)
+      .map((row) => parseUnitsExact(row.usdcIn, 6));
+    expect(profitable.length).toBeGreaterThan(1);
+    const [amount, ...ladder] = profitable as [bigint, ...bigint[]];
+    const all = await takeSnapshot(
+      client,
+      settings({ ladder: () => ladder }),
+      input({ amountUsdc: Number(amount) / 1e6, blockNumber: block }),
+    );
+    const sorted = [...profitable].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(parseUnitsExact(all.sizes.largestProfitable?.usdcIn as string, 6)).toBe(sorted.at(-1));
+    expect(parseUnitsExact(all.sizes.breakEven?.usdcIn as string, 6)).toBe(sorted[0]);
+    expect(all.sizes.largestProfitableOpenEnded).toBe(true);
+    expect(all.sizes.breakEvenOpenEnded).toBe(true);
+    expect(all.warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining("the largest profitable size may be above it"),
+        expect.stringContaining("the break-even size may be below it"),
+      ]),
+    );
   });
 
   it("a block requested by number that is old gets an age warning (it is not refused)", async () => {
@@ -224,10 +261,12 @@ describe("chain-arbitrage-snapshot: gas per size, simulated answers, sizes and b
         blockMaxAgeSeconds: 120,
         now: () => (Number(head.timestamp) + ageSeconds) * 1000,
       });
+    const ageWarnings = (body: ChainArbitrageSnapshotOutput) =>
+      body.warnings.filter((w) => w.includes(" old "));
     const fresh = await takeSnapshot(client, at(5), input({ blockNumber: block }));
-    expect(fresh.warnings).toEqual([]);
+    expect(ageWarnings(fresh)).toEqual([]);
     const old = await takeSnapshot(client, at(400), input({ blockNumber: block }));
-    expect(old.warnings).toEqual([
+    expect(ageWarnings(old)).toEqual([
       `block ${block} was requested by number and is 400 s old (more than 30 s): the answer is the chain as it was then, not now`,
     ]);
   });

@@ -800,6 +800,21 @@ export async function takeSnapshot(
     undefined,
   );
 
+  // The ladder samples sizes: a pick at its end says nothing about the sizes beyond it.
+  const largestSize = sizes.reduce((a, b) => (b > a ? b : a));
+  const smallestSize = sizes.reduce((a, b) => (b < a ? b : a));
+  const largestProfitableOpenEnded = largestProfitable?.size === largestSize;
+  const breakEvenOpenEnded = breakEven?.size === smallestSize;
+  if (largestProfitableOpenEnded) {
+    warnings.push(
+      `the largest size quoted (${usdcText(largestSize)} USDC) is still profitable: the largest profitable size may be above it`,
+    );
+  }
+  if (breakEvenOpenEnded) {
+    warnings.push(
+      `the smallest size quoted (${usdcText(smallestSize)} USDC) already breaks even: the break-even size may be below it`,
+    );
+  }
   const ageSeconds = Number(header.timestamp - updatedAt);
   if (ageSeconds > settings.feedMaxAgeSeconds) {
     warnings.push(
@@ -850,6 +865,8 @@ export async function takeSnapshot(
       best: bestSize ? pick(bestSize) : null,
       breakEven: breakEven ? pick(breakEven) : null,
       largestProfitable: largestProfitable ? pick(largestProfitable) : null,
+      largestProfitableOpenEnded,
+      breakEvenOpenEnded,
     },
     warnings,
   };
