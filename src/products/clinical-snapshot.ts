@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { recordsAsOf, SCHEMA_VERSION } from "../operations/clinical-trials-query/database.ts";
+import { apiSnapshotDate } from "../operations/clinical-trials-query/ingest.ts";
 import type { ArchiveEntry } from "./zip.ts";
 
 /**
@@ -94,8 +96,12 @@ function incompleteIngest(db: Database.Database, meta: Record<string, string>): 
     return `the API ingest did not complete: received ${received} of ${total ?? "an unknown number of"} studies`;
   }
   if (meta.source !== run.source) return "meta.source does not name the API ingest that completed";
-  if (meta.snapshot_date !== run.startedAt?.slice(0, 10)) {
-    return `meta.snapshot_date ${meta.snapshot_date} is not the day the API ingest started (${run.startedAt})`;
+  const expected = apiSnapshotDate(db, run.startedAt?.slice(0, 10) ?? "");
+  if (
+    meta.snapshot_date !== expected.snapshotDate ||
+    meta.snapshot_date_basis !== expected.snapshotDateBasis
+  ) {
+    return `meta.snapshot_date ${meta.snapshot_date} (${meta.snapshot_date_basis}) is not the date the records and the API ingest's start (${run.startedAt}) give: ${expected.snapshotDate} (${expected.snapshotDateBasis})`;
   }
   return undefined;
 }
@@ -284,6 +290,13 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
     return { unbuildable: `no clinical database at CLINICAL_TRIALS_DB (${dbPath})` };
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
+    // An older layout is one the service refuses to query: the product does not sell it either.
+    const layout = db.pragma("user_version", { simple: true }) as number;
+    if (layout !== SCHEMA_VERSION) {
+      return {
+        unbuildable: `the clinical database has schema ${layout}, this build reads ${SCHEMA_VERSION}: rebuild it with utility402 ingest clinical-trials`,
+      };
+    }
     let meta: Record<string, string>;
     try {
       meta = Object.fromEntries(
@@ -364,10 +377,18 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
       selectionRule: meta.selection_rule || "start-date",
       ruleCounts: meta.rule_counts ? (JSON.parse(meta.rule_counts) as Record<string, number | null>) : null,
       skippedRecords: Number(meta.skipped_records ?? 0),
+      ingestStartedAt: meta.ingest_started_at ?? null,
     };
+    const dateBasis = meta.snapshot_date_basis ?? null;
+    const copies = recordsAsOf(db);
+    const copiesText = copies
+      ? `the records' registry copies (record_as_of) range from ${copies.oldest} to ${copies.newest}`
+      : "no record states its registry copy date";
     const validation = {
       product: "clinical-trials-outcomes-post-2020",
       snapshotDate,
+      snapshotDateBasis: dateBasis,
+      recordsAsOf: copies,
       source: meta.source ?? null,
       provenance,
       counts,
@@ -379,6 +400,8 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
       "# Validation report",
       "",
       `Snapshot of ${snapshotDate}${meta.source ? ` from ${meta.source}` : ""}.`,
+      "",
+      `Snapshot date basis: ${dateBasis ?? "not recorded"}; ${copiesText}.`,
       "",
       `Source URL: ${provenance.sourceUrl ?? "none recorded"} (${provenance.registry ? "the ClinicalTrials.gov registry" : "NOT the ClinicalTrials.gov registry; sold by the operator's explicit --allow-other-source"}).`,
       `Selection rule: ${provenance.selectionRule}; each rule's count when the ingest started: ${
@@ -415,6 +438,7 @@ export function clinicalSnapshot(dbPath: string, workDir: string, dictionaryPath
       `Snapshot of ${snapshotDate}: ${counts.studies} studies, ${counts.endpoints} endpoints, ` +
         `${counts.measurements} measurements and ${counts.analyses} analyses, each count reconciled with the rows (VALIDATION.md).`,
       `Source: ${meta.source ?? "the ClinicalTrials.gov API v2"}.`,
+      `Date basis: ${dateBasis ?? "not recorded"}; ${copiesText}.`,
     ];
     return { version: snapshotDate, entries, details: { snapshotDate, counts }, changes };
   } finally {

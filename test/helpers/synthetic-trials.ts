@@ -195,11 +195,15 @@ const PHASES = [
   ["EARLY_PHASE1"],
 ];
 
-/** `count` studies, the same for the same seed. */
+/**
+ * `count` studies, the same for the same seed. `copiedOn`: the registry copy date every study states
+ * (derivedSection.miscInfoModule.versionHolder); without it, the template's.
+ */
 export function* syntheticStudies(
   templates: StudyRecord[],
   count: number,
   seed = 20260101,
+  copiedOn?: string,
 ): Generator<StudyRecord> {
   const random = seededRandom(seed);
   const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)] as T;
@@ -215,6 +219,14 @@ export function* syntheticStudies(
     const day = (date: Date) => date.toISOString().slice(0, random() < 0.3 ? 7 : 10);
     yield {
       ...template,
+      ...(copiedOn
+        ? {
+            derivedSection: {
+              ...template.derivedSection,
+              miscInfoModule: { ...template.derivedSection?.miscInfoModule, versionHolder: copiedOn },
+            },
+          }
+        : {}),
       protocolSection: {
         ...protocol,
         identificationModule: {

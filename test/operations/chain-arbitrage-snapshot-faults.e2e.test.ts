@@ -179,6 +179,8 @@ const failure = (promise: Promise<unknown>) =>
     },
   );
 
+const ageWarnings = (body: { warnings: string[] }) => body.warnings.filter((w) => w.includes(" old "));
+
 describe("chain-arbitrage-snapshot against pools that cannot take the size, and faulty RPCs", () => {
   let service: TestService;
   let rpcUrl: string;
@@ -419,10 +421,12 @@ describe("chain-arbitrage-snapshot against pools that cannot take the size, and 
       );
     const fresh = await takeSnapshot(client, settings(2), input({}));
     expect(fresh.blockAgeSeconds).toBe(2);
-    expect(fresh.warnings).toEqual([]);
+    expect(ageWarnings(fresh)).toEqual([]);
     const lagging = await takeSnapshot(client, settings(45), input({}));
     expect(lagging.blockAgeSeconds).toBe(45);
-    expect(lagging.warnings).toEqual([expect.stringContaining("latest block is 45 s old (more than 30 s)")]);
+    expect(ageWarnings(lagging)).toEqual([
+      expect.stringContaining("latest block is 45 s old (more than 30 s)"),
+    ]);
     const stale = await failure(takeSnapshot(client, settings(400), input({})));
     expect(stale.status).toBe(502);
     expect(stale.detail).toContain(
@@ -430,7 +434,7 @@ describe("chain-arbitrage-snapshot against pools that cannot take the size, and 
     );
     // A block asked for by number is not refused for its age, but an old one is a warning (issue 37).
     const pinned = await takeSnapshot(client, settings(400), input({ blockNumber: Number(head.number) }));
-    expect(pinned.warnings).toEqual([
+    expect(ageWarnings(pinned)).toEqual([
       `block ${head.number} was requested by number and is 400 s old (more than 30 s): the answer is the chain as it was then, not now`,
     ]);
   });

@@ -6,7 +6,7 @@
  * that is old is a warning.
  */
 import fc from "fast-check";
-import { createPublicClient, http, type PublicClient } from "viem";
+import { createPublicClient, http, type PublicClient, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { LOCAL_DEX } from "../../src/chain/dex/local-dex.ts";
@@ -24,11 +24,14 @@ import {
 } from "../../src/operations/chain-arbitrage-snapshot/schema.ts";
 import {
   type SnapshotSettings,
+  sampleTransaction,
   takeSnapshot,
 } from "../../src/operations/chain-arbitrage-snapshot/snapshot.ts";
+import { venue } from "../../src/operations/chain-arbitrage-snapshot/venues.ts";
 import { jsonPost, startTestService, type TestService } from "../helpers/service.ts";
 
 const USDC_UNIT = 1_000_000n;
+const GAS_PRICE_ORACLE = parseAbi(["function getL1Fee(bytes) view returns (uint256)"]);
 const settings = (extra: Partial<SnapshotSettings> = {}): SnapshotSettings => ({
   addresses: LOCAL_CHAIN_ADDRESSES,
   priorityFeeWei: 1_000_000n,
@@ -122,6 +125,52 @@ describe("chain-arbitrage-snapshot: gas per size, simulated answers, sizes and b
     );
   });
 
+  it("each leg pays the L1 data fee of its own transaction: a sell's bytes are not the buy's", async () => {
+    const { usdc, weth, gasPriceOracle } = LOCAL_CHAIN_ADDRESSES;
+    const l1Fee = (transaction: `0x${string}`) =>
+      chain.readContract({
+        address: gasPriceOracle,
+        abi: GAS_PRICE_ORACLE,
+        functionName: "getL1Fee",
+        args: [transaction],
+        blockNumber: BigInt(block),
+      });
+    const body = await takeSnapshot(client, settings(), input({ amountUsdc: 500, blockNumber: block }));
+    for (const [t, trip] of body.roundTrips.entries()) {
+      const [buy, sell] = [body.legs[2 * t], body.legs[2 * t + 1]];
+      const buyFee = await l1Fee(
+        sampleTransaction(
+          venue(trip.buyOn, LOCAL_CHAIN_ADDRESSES),
+          usdc,
+          weth,
+          parseUnitsExact(trip.usdcIn, 6),
+        ),
+      );
+      const sellFee = await l1Fee(
+        sampleTransaction(
+          venue(trip.sellOn, LOCAL_CHAIN_ADDRESSES),
+          weth,
+          usdc,
+          parseUnitsExact(trip.wethOut, 18),
+        ),
+      );
+      expect(BigInt(buy?.l1FeeWei as string)).toBe(buyFee);
+      expect(BigInt(sell?.l1FeeWei as string)).toBe(sellFee);
+      // The WETH amount (18 decimals) has more non-zero bytes than the USDC amount (6): the sell
+      // venue's transaction is not the size of a buy of the same USDC on that venue.
+      const sameVenueBuyFee = await l1Fee(
+        sampleTransaction(
+          venue(trip.sellOn, LOCAL_CHAIN_ADDRESSES),
+          usdc,
+          weth,
+          parseUnitsExact(trip.usdcIn, 6),
+        ),
+      );
+      expect(sellFee).toBeGreaterThan(sameVenueBuyFee);
+      expect(BigInt(trip.l1FeeWei)).toBe(buyFee + sellFee);
+    }
+  });
+
   it("a local-mode answer says it is simulated, and names the feed as a stand-in", async () => {
     const response = await payer.fetch(
       `${service.url}/v1/chain-arbitrage-snapshot`,
@@ -165,6 +214,43 @@ describe("chain-arbitrage-snapshot: gas per size, simulated answers, sizes and b
       input({ amountUsdc: 500, blockNumber: block }),
     );
     expect(costly.sizes.largestProfitable).toBeNull();
+    expect(costly.sizes.largestProfitableOpenEnded).toBe(false);
+    expect(costly.sizes.breakEvenOpenEnded).toBe(false);
+    // The default ladder: a pick at the ladder's end is flagged exactly when it is that end.
+    const quoted = rows.map((row) => row.size).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(body.sizes.largestProfitableOpenEnded).toBe(largest === quoted.at(-1));
+    expect(body.sizes.breakEvenOpenEnded).toBe(
+      parseUnitsExact(body.sizes.breakEven?.usdcIn as string, 6) === quoted[0],
+    );
+  });
+
+  it("when every size quoted is profitable, both ends are flagged open: the true range may be wider", async () => {
+    const first = await takeSnapshot(client, settings(), input({ amountUsdc: 500, blockNumber: block }));
+    const t = first.roundTrips.findIndex((trip) => trip.buyOn === first.sizes.best?.buyOn);
+    const profitable = [
+      { usdcIn: first.amountUsdc, net: first.roundTrips[t]?.netPnlUsdc },
+      ...first.sizes.ladder.map((row) => ({ usdcIn: row.usdcIn, net: row.roundTrips[t]?.netPnlUsdc })),
+    ]
+      .filter((row) => row.net && parseUnitsExact(row.net, 6) > 0n)
+      .map((row) => parseUnitsExact(row.usdcIn, 6));
+    expect(profitable.length).toBeGreaterThan(1);
+    const [amount, ...ladder] = profitable as [bigint, ...bigint[]];
+    const all = await takeSnapshot(
+      client,
+      settings({ ladder: () => ladder }),
+      input({ amountUsdc: Number(amount) / 1e6, blockNumber: block }),
+    );
+    const sorted = [...profitable].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(parseUnitsExact(all.sizes.largestProfitable?.usdcIn as string, 6)).toBe(sorted.at(-1));
+    expect(parseUnitsExact(all.sizes.breakEven?.usdcIn as string, 6)).toBe(sorted[0]);
+    expect(all.sizes.largestProfitableOpenEnded).toBe(true);
+    expect(all.sizes.breakEvenOpenEnded).toBe(true);
+    expect(all.warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining("the largest profitable size may be above it"),
+        expect.stringContaining("the break-even size may be below it"),
+      ]),
+    );
   });
 
   it("a block requested by number that is old gets an age warning (it is not refused)", async () => {
@@ -175,10 +261,12 @@ describe("chain-arbitrage-snapshot: gas per size, simulated answers, sizes and b
         blockMaxAgeSeconds: 120,
         now: () => (Number(head.timestamp) + ageSeconds) * 1000,
       });
+    const ageWarnings = (body: ChainArbitrageSnapshotOutput) =>
+      body.warnings.filter((w) => w.includes(" old "));
     const fresh = await takeSnapshot(client, at(5), input({ blockNumber: block }));
-    expect(fresh.warnings).toEqual([]);
+    expect(ageWarnings(fresh)).toEqual([]);
     const old = await takeSnapshot(client, at(400), input({ blockNumber: block }));
-    expect(old.warnings).toEqual([
+    expect(ageWarnings(old)).toEqual([
       `block ${block} was requested by number and is 400 s old (more than 30 s): the answer is the chain as it was then, not now`,
     ]);
   });

@@ -39,7 +39,7 @@ describe("clinical-trials-query on the local chain (the bundled sample)", () => 
       dataset: {
         kind: "sample",
         sample: true,
-        snapshotDate: "2024-06-10",
+        snapshotDate: "2023-11-15",
         studies: 5,
         endpoints: 63,
         measurements: 230,
@@ -96,7 +96,7 @@ describe("clinical-trials-query on the local chain (the bundled sample)", () => 
     const terms = await response.json();
     const said =
       "Query trial-level clinical results summaries: a sample of 5 studies (63 endpoints, 230 measurements, " +
-      "41 analyses; a sample loaded from a folder of study records, not the full index), as of 2024-06-10 (registry copies of 2023-11-15 to 2024-06-10)";
+      "41 analyses; a sample loaded from a folder of study records, not the full index), as of 2023-11-15 (registry copies of 2023-11-15 to 2024-06-10)";
     expect(terms.resource.description).toBe(said);
     const header = JSON.parse(
       Buffer.from(response.headers.get("payment-required") ?? "", "base64").toString(),
@@ -136,6 +136,6 @@ describe("clinical-trials-query on the local chain (the bundled sample)", () => 
       dataset: { kind: "sample", sample: true, studies: 5, endpoints: 63, measurements: 230, analyses: 41 },
     });
     const ready = await (await fetch(`${service.url}/readyz`)).json();
-    expect(JSON.stringify(ready)).toContain("ok (sample: 5 studies, snapshot 2024-06-10)");
+    expect(JSON.stringify(ready)).toContain("ok (sample: 5 studies, snapshot 2023-11-15)");
   });
 });

@@ -93,14 +93,13 @@ describe("ingest from a folder of study records", () => {
         analyses: sum.analyses + counts.analyses,
       }));
       // The figures as the other tools read them: decimal strings in meta.
-      // The folder is as of its newest registry copy (versionHolder), not its newest update posted.
-      const newestCopy = rawStudies
+      // The folder is as of its oldest registry copy (versionHolder): every record is at least that current.
+      const oldestCopy = rawStudies
         .map((study) => study.derivedSection.miscInfoModule.versionHolder as string)
-        .sort()
-        .at(-1);
+        .sort()[0];
       expect(metaOf(db)).toEqual({
         kind: "sample",
-        snapshot_date: newestCopy,
+        snapshot_date: oldestCopy,
         snapshot_date_basis: "record-as-of",
         studies: "5",
         endpoints: String(totals.endpoints),
@@ -150,7 +149,7 @@ describe("ingest from a folder of study records", () => {
       { env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), DATA_DIR: path.dirname(file) } },
     );
     expect(stderr).toMatch(
-      /loaded 5 studies from 5 files into .*: 5 studies, 63 endpoints, 230 measurements, 41 analyses \(kind sample, snapshot 2024-06-10\)/,
+      /loaded 5 studies from 5 files into .*: 5 studies, 63 endpoints, 230 measurements, 41 analyses \(kind sample, snapshot 2023-11-15\)/,
     );
     const db = new Database(file, { readonly: true });
     try {
@@ -377,9 +376,13 @@ describe("ingest from the API v2 (a stand-in on 127.0.0.1)", () => {
       /^\[#{10}\.{14}\] page 1: 2\/5 \(40\.0%\) studies, \d+ endpoints, \d+ measurements, \d+ analyses, ETA 2m 05s$/,
     );
     const { meta } = dump(file);
+    // The run started 2026-03-04, but its records are the registry's copies of 2023-11-15 to
+    // 2024-06-10: the date is the oldest copy, the start is kept apart.
     expect(meta).toMatchObject({
       kind: "full",
-      snapshot_date: "2026-03-04",
+      snapshot_date: "2023-11-15",
+      snapshot_date_basis: "record-as-of",
+      ingest_started_at: expect.stringMatching(/^2026-03-04T/),
       studies: "5",
       endpoints: "63",
       measurements: "230",
@@ -392,7 +395,7 @@ describe("ingest from the API v2 (a stand-in on 127.0.0.1)", () => {
       kind: "full",
       sample: false,
       studies: 5,
-      snapshotDate: "2026-03-04",
+      snapshotDate: "2023-11-15",
     });
   });
 
@@ -621,7 +624,7 @@ describe("the selection rule, provenance and skipped records (issue 23)", () => 
     const sum = (field: "endpoints" | "measurements" | "analyses") =>
       selected.reduce((n, study) => n + rawCounts(study)[field], 0);
     expect(index.dataset.description).toBe(
-      `4 studies with results first posted on or after 2020-01-01 (${sum("endpoints")} endpoints, ${sum("measurements")} measurements, ${sum("analyses")} analyses), a complete ingest of ${standIn.url} (not the ClinicalTrials.gov registry) as of 2026-03-04 (registry copies of 2023-11-15 to 2024-06-10)`,
+      `4 studies with results first posted on or after 2020-01-01 (${sum("endpoints")} endpoints, ${sum("measurements")} measurements, ${sum("analyses")} analyses), a complete ingest of ${standIn.url} (not the ClinicalTrials.gov registry) as of 2023-11-15 (registry copies of 2023-11-15 to 2024-06-10)`,
     );
   });
 

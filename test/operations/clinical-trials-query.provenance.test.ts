@@ -92,6 +92,7 @@ describe("the clinical snapshot product and its source", () => {
       selectionRule: "start-date",
       ruleCounts: { "start-date": 6, "results-first-posted": 6 },
       skippedRecords: 0,
+      ingestStartedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
     });
   });
 

@@ -79,10 +79,10 @@ describe("clinical-trials-query filters (the five sample records)", () => {
     expect(output.dataset).toEqual({
       kind: "sample",
       sample: true,
-      snapshotDate: "2024-06-10",
+      snapshotDate: "2023-11-15",
       snapshotDateBasis: "record-as-of",
       snapshotDateMeaning:
-        "the newest registry copy among the loaded records (ClinicalTrials.gov versionHolder); each study's recordVersion.asOf is the day of the registry's data its copy reflects (here 2023-11-15 to 2024-06-10)",
+        "the oldest registry copy among the loaded records (ClinicalTrials.gov versionHolder): every record is at least this current; each study's recordVersion.asOf is the day of the registry's data its copy reflects (here 2023-11-15 to 2024-06-10)",
       recordsAsOf: { oldest: "2023-11-15", newest: "2024-06-10" },
       studies: 5,
       endpoints: 63,
@@ -95,7 +95,7 @@ describe("clinical-trials-query filters (the five sample records)", () => {
       ruleCounts: null,
       skippedRecords: 0,
       description:
-        "a sample of 5 studies (63 endpoints, 230 measurements, 41 analyses; a sample loaded from a folder of study records, not the full index), as of 2024-06-10 (registry copies of 2023-11-15 to 2024-06-10)",
+        "a sample of 5 studies (63 endpoints, 230 measurements, 41 analyses; a sample loaded from a folder of study records, not the full index), as of 2023-11-15 (registry copies of 2023-11-15 to 2024-06-10)",
     });
   });
 

@@ -81,59 +81,89 @@ describe("clinical-trials-query: the record version of every study, and the data
     }
   });
 
-  it("the sample's date is its newest record copy (2024-06-10), not its newest update (2022-11-21)", () => {
+  it("the sample's date is its oldest record copy (2023-11-15): every record is at least that current", () => {
     const { dataset } = index;
     const copies = sample.map(versionHolder).sort();
     expect(copies[0]).toBe("2023-11-15");
-    expect(dataset.snapshotDate).toBe(copies.at(-1));
-    expect(dataset.snapshotDate).toBe("2024-06-10");
+    expect(dataset.snapshotDate).toBe(copies[0]);
+    expect(dataset.snapshotDateBasis).toBe("record-as-of");
     expect(dataset.recordsAsOf).toEqual({ oldest: "2023-11-15", newest: "2024-06-10" });
-    expect(dataset.snapshotDateMeaning).toContain("newest");
-    expect(dataset.description).toContain("as of 2024-06-10");
-    expect(dataset.description).toContain("2023-11-15");
+    expect(dataset.snapshotDateMeaning).toContain("oldest");
+    expect(dataset.description).toContain("as of 2023-11-15");
+    expect(dataset.description).toContain("2024-06-10");
     expect(dataset.description).not.toContain("2022-11-21");
   });
 
-  it("for every subset of the sample, the date is the newest copy among the loaded records", () => {
-    // All 31 non-empty subsets: the date moves with the records, it is not a constant.
-    for (let mask = 1; mask < 1 << sample.length; mask++) {
-      const chosen = sample.filter((_, i) => mask & (1 << i));
-      const copies = chosen.map(versionHolder).sort();
+  it("for every subset of the sample, with any of its records undated, the date is the oldest bound any record gives", () => {
+    // 3^5 - 1 cases: each record left out, loaded with its copy date, or loaded without one (then
+    // its last update posted bounds its copy). The expected date is computed from the raw JSON.
+    const updated = (study: Raw) =>
+      study.protocolSection.statusModule.lastUpdatePostDateStruct.date as string;
+    for (let code = 1; code < 3 ** sample.length; code++) {
+      const states = sample.map((_, i) => Math.floor(code / 3 ** i) % 3);
+      const chosen = sample.flatMap((study, i) => {
+        if (states[i] === 0) return [];
+        if (states[i] === 1) return [study];
+        const { derivedSection: _, ...undated } = study;
+        return [undated];
+      });
+      const bounds = sample.flatMap((study, i) =>
+        states[i] === 0
+          ? []
+          : [{ date: states[i] === 1 ? versionHolder(study) : updated(study), dated: states[i] === 1 }],
+      );
+      const low = bounds.reduce((a, b) => (b.date < a.date || (b.date === a.date && b.dated) ? b : a));
+      const copies = bounds
+        .filter((b) => b.dated)
+        .map((b) => b.date)
+        .sort();
+      const undated = bounds.length - copies.length;
       const { dataset } = indexOf(chosen);
-      expect(dataset.snapshotDate, `subset ${mask}`).toBe(copies.at(-1));
-      expect(dataset.recordsAsOf, `subset ${mask}`).toEqual({ oldest: copies[0], newest: copies.at(-1) });
+      expect(dataset.snapshotDate, `case ${code}`).toBe(low.date);
+      expect(dataset.snapshotDateBasis, `case ${code}`).toBe(
+        low.dated ? "record-as-of" : "last-update-posted",
+      );
+      expect(dataset.recordsAsOf, `case ${code}`).toEqual(
+        copies.length ? { oldest: copies[0], newest: copies.at(-1) } : null,
+      );
+      if (copies.length && undated) {
+        expect(dataset.description, `case ${code}`).toContain(
+          `${undated} ${undated === 1 ? "study states" : "studies state"} no copy date`,
+        );
+      }
     }
   });
 
-  it("records without a registry version fall back to their newest update, and say so", () => {
+  it("records without a registry version fall back to their oldest update, and say so", () => {
     const stripped = sample.map((study) => {
       const { derivedSection: _, ...rest } = study;
       return rest;
     });
     const { dataset } = indexOf(stripped);
     const updates = sample.map((s) => s.protocolSection.statusModule.lastUpdatePostDateStruct.date).sort();
-    expect(dataset.snapshotDate).toBe(updates.at(-1));
+    expect(dataset.snapshotDate).toBe(updates[0]);
     expect(dataset.recordsAsOf).toBeNull();
     expect(dataset.snapshotDateMeaning).toMatch(/last update posted/i);
+    expect(dataset.description).toContain("no study states its registry copy date");
     const item = indexOf(stripped).query(ClinicalTrialsQueryRequest.parse({ limit: 1 })).items[0];
     expect(item?.recordVersion.asOf).toBeNull();
   });
 
-  it("a record without a copy date never makes a folder look older than its own last update", () => {
+  it("a record without a copy date never makes a folder look newer", () => {
     // One record keeps its copy date (2023-11-15); another, undated, was updated later than that.
     const dated = sample.find((s) => versionHolder(s) === "2023-11-15");
     const undated = structuredClone(sample.find((s) => versionHolder(s) === "2024-06-10"));
     delete undated.derivedSection;
     undated.protocolSection.statusModule.lastUpdatePostDateStruct.date = "2024-02-01";
     const { dataset } = indexOf([dated, undated]);
-    expect(dataset.snapshotDate).toBe("2024-02-01");
-    expect(dataset.snapshotDateBasis).toBe("last-update-posted");
+    expect(dataset.snapshotDate).toBe("2023-11-15");
+    expect(dataset.snapshotDateBasis).toBe("record-as-of");
     expect(dataset.recordsAsOf).toEqual({ oldest: "2023-11-15", newest: "2023-11-15" });
-    // The undated record updated before the dated copy: the copy date stands.
+    // The undated record updated before the dated copy: only its update bounds it.
     undated.protocolSection.statusModule.lastUpdatePostDateStruct.date = "2023-01-01";
     expect(indexOf([dated, undated]).dataset).toMatchObject({
-      snapshotDate: "2023-11-15",
-      snapshotDateBasis: "record-as-of",
+      snapshotDate: "2023-01-01",
+      snapshotDateBasis: "last-update-posted",
     });
   });
 });

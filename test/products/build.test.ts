@@ -22,6 +22,7 @@ import {
   createClinicalDb,
   editClinicalDb,
   extractTo,
+  INGEST_STARTED,
   readZip,
   SNAPSHOT_DATE,
 } from "./helpers.ts";
@@ -287,12 +288,32 @@ describe("the clinical snapshot product", () => {
       expect(checked).toContain(expected);
     }
     expect(text("VALIDATION.md")).toContain(`| measurements | ${counts.measurements} |`);
+    // The ingest started on INGEST_STARTED, but its records are the registry's copies of the day
+    // before: the snapshot is sold as of the older date, the start is kept beside it.
+    expect(validation.snapshotDate).toBe(SNAPSHOT_DATE);
+    expect(validation.recordsAsOf).toEqual({ oldest: SNAPSHOT_DATE, newest: SNAPSHOT_DATE });
+    expect(validation.provenance.ingestStartedAt).toBe(`${INGEST_STARTED}T00:30:00.000Z`);
+    // What the date is based on, and how old the records' copies are, are stated, not left implied.
+    expect(validation.snapshotDateBasis).toBe(settings.meta.snapshot_date_basis);
+    expect(validation).toHaveProperty("recordsAsOf");
+    expect(text("VALIDATION.md")).toContain(`Snapshot date basis: ${settings.meta.snapshot_date_basis}`);
+    expect(text("CHANGELOG.md")).toContain(`Date basis: ${settings.meta.snapshot_date_basis}`);
     expect(text("CHANGELOG.md")).toContain(`## ${SNAPSHOT_DATE}`);
     const snapshot = path.join(temp("snapshot"), "db.sqlite");
     fs.writeFileSync(snapshot, entries.find((e) => e.path === "data/clinical-trials.sqlite")?.data as Buffer);
     const db = new Database(snapshot, { readonly: true });
     expect(db.prepare("SELECT count(*) AS n FROM studies").get()).toEqual({ n: 12 });
     db.close();
+  });
+
+  it("a database of an older layout (PRAGMA user_version) is not built: the service would refuse to query it", async () => {
+    const settings = await setup("full");
+    editClinicalDb(settings.clinicalDb, "PRAGMA user_version = 2");
+    const outcome = await buildProduct(CLINICAL_PRODUCT, settings);
+    expect(outcome).toMatchObject({
+      state: "unbuildable",
+      reason: expect.stringContaining("has schema 2"),
+    });
   });
 
   it("a sample ingest is not built", async () => {

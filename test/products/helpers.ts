@@ -113,8 +113,12 @@ export async function extractTo(source: string | Buffer): Promise<string> {
   return dir;
 }
 
-/** The date the fixture ingests say they were taken on. */
-export const SNAPSHOT_DATE = "2026-11-01";
+/**
+ * The fixture ingest starts on INGEST_STARTED, early in the UTC day, and the registry's records it
+ * receives are its copies of the day before (SNAPSHOT_DATE): the date the snapshot is sold as.
+ */
+export const INGEST_STARTED = "2026-11-01";
+export const SNAPSHOT_DATE = "2026-10-31";
 
 /** The real study records the repository ships that have results (the templates of synthetic studies). */
 function templateStudies(): StudyRecord[] {
@@ -143,7 +147,7 @@ export async function createClinicalDb(
   if (kind === "sample" || kind === "sample-flagged-full") {
     buildSampleDatabase(file);
   } else {
-    const all = [...syntheticStudies(templateStudies(), studies, 11)];
+    const all = [...syntheticStudies(templateStudies(), studies, 11, SNAPSHOT_DATE)];
     const pageSize = 5;
     const fakeRegistry = (async (input: URL | RequestInfo) => {
       const url = new URL(String(input));
@@ -163,7 +167,7 @@ export async function createClinicalDb(
         intervalMs: 0,
         retries: 0,
         fetch: fakeRegistry,
-        now: () => new Date(`${SNAPSHOT_DATE}T08:00:00Z`),
+        now: () => new Date(`${INGEST_STARTED}T00:30:00Z`),
       }).catch((error) => {
         if (kind !== "partial-flagged-full") throw error;
       });

@@ -93,6 +93,13 @@ export const chainArbitrageSnapshot = defineOperation({
       available: client !== undefined,
       catalogDetails: {
         rpc: rpc || "none configured (set RPC_URL)",
+        // Local mode quotes a test chain that reports Base's chain id: a catalogue reader sees it before paying.
+        simulated: quotesLocalChain,
+        ...(quotesLocalChain
+          ? {
+              note: "simulated: a local test chain reporting Base's chain id, with its own DEX deployment and a stand-in ETH/USD feed; not Base",
+            }
+          : {}),
         venues: [...VENUES],
         contracts: addresses,
       },

@@ -217,6 +217,14 @@ export const ChainArbitrageSnapshotResponse = z
             "The largest ladder size (or amountUsdc) where the best direction nets > 0 after gas; null if none. " +
             "Between breakEven and this size the ladder's sizes are the ones sampled: a size between two of them is not quoted.",
         }),
+        largestProfitableOpenEnded: z.boolean().meta({
+          description:
+            "True when largestProfitable is the largest size quoted: the true largest profitable size may be above it (a warning says so).",
+        }),
+        breakEvenOpenEnded: z.boolean().meta({
+          description:
+            "True when breakEven is the smallest size quoted: the true break-even size may be below it (a warning says so).",
+        }),
       })
       .meta({ description: "The answer at other sizes: one size per answer is rarely the right one." }),
     warnings: z.array(z.string()),

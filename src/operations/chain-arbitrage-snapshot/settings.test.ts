@@ -96,6 +96,7 @@ describe("chain-arbitrage-snapshot settings", () => {
       rpc: "127.0.0.1:8545",
       venues: ["uniswap-v3:500", "uniswap-v3:3000", "aerodrome:volatile", "aerodrome-slipstream:100"],
       contracts: { ...BASE_MAINNET_ADDRESSES, chainlinkEthUsd: "0x00000000000000000000000000000000000000c1" },
+      simulated: false,
     });
   });
 });

@@ -177,7 +177,7 @@ const decodeBytes32 = (data: Hex) =>
  * prices its bytes (and adds the signature itself). Nonce, gas and fee fields hold typical values:
  * only their encoded sizes matter.
  */
-function sampleTransaction(venue: Venue, tokenIn: Address, tokenOut: Address, amountIn: bigint): Hex {
+export function sampleTransaction(venue: Venue, tokenIn: Address, tokenOut: Address, amountIn: bigint): Hex {
   return serializeTransaction({
     chainId: 8453,
     type: "eip1559",
@@ -385,17 +385,16 @@ export async function takeSnapshot(
   });
   const lookupAt = venues.map((v) => firstCalls.add(v.poolLookup));
   const buyAt = sizes.map((size) => venues.map((v) => firstCalls.add(v.quote(usdc, weth, size))));
+  const l1FeeCall = (transaction: Hex): Call => ({
+    target: addresses.gasPriceOracle,
+    callData: encodeFunctionData({
+      abi: GAS_PRICE_ORACLE_ABI,
+      functionName: "getL1Fee",
+      args: [transaction],
+    }),
+  });
   const l1At = sizes.map((size) =>
-    venues.map((v) =>
-      firstCalls.add({
-        target: addresses.gasPriceOracle,
-        callData: encodeFunctionData({
-          abi: GAS_PRICE_ORACLE_ABI,
-          functionName: "getL1Fee",
-          args: [sampleTransaction(v, usdc, weth, size)],
-        }),
-      }),
-    ),
+    venues.map((v) => firstCalls.add(l1FeeCall(sampleTransaction(v, usdc, weth, size)))),
   );
 
   const at: At = requestedBlock === undefined ? { blockTag: "latest" } : { blockNumber: requestedBlock };
@@ -469,7 +468,7 @@ export async function takeSnapshot(
   );
   if (answer <= 0n) throw chainUnavailable(`the ETH/USD feed answers ${answer}`);
   const buys = buyAt.map((row) => row.map((index, i) => outcome(venues[i] as Venue, first[index])));
-  const l1Fees = l1At.map((row) =>
+  const buyL1Fees = l1At.map((row) =>
     row.map((index, i) => required(first[index], `${venues[i]?.id} L1 fee (GasPriceOracle)`, decodeUint)),
   );
   const filled = (o: Outcome | undefined): Quote | undefined =>
@@ -502,6 +501,16 @@ export async function takeSnapshot(
         : undefined;
     }),
   );
+  // A sell transaction carries the WETH amount (18 decimals, more non-zero bytes than the USDC
+  // amount of the buy): its L1 data fee is its own, quoted on its own bytes.
+  const sellL1At = buys.map((row) =>
+    row.map((o, t) => {
+      const buy = filled(o);
+      return buy
+        ? secondCalls.add(l1FeeCall(sampleTransaction(venues[1 - t] as Venue, weth, usdc, buy.amountOut)))
+        : undefined;
+    }),
+  );
   const atomicL1At = buys.map((row, k) =>
     row.map((o, t) => {
       const buy = filled(o);
@@ -512,14 +521,7 @@ export async function takeSnapshot(
         buyVenue.swapCalldata(usdc, weth, sizes[k] as bigint),
         sellVenue.swapCalldata(weth, usdc, buy.amountOut),
       );
-      return secondCalls.add({
-        target: addresses.gasPriceOracle,
-        callData: encodeFunctionData({
-          abi: GAS_PRICE_ORACLE_ABI,
-          functionName: "getL1Fee",
-          args: [transaction],
-        }),
-      });
+      return secondCalls.add(l1FeeCall(transaction));
     }),
   );
   // A partial fill of the amount asked for: what input the filled output takes is the largest size.
@@ -545,6 +547,13 @@ export async function takeSnapshot(
   const fees = venues.map((v, i) => required(second[feeAt[i] as number], `${v.id} fee`, v.decodeFee));
   const empty = venues.map((v, i) =>
     required(second[liquidityAt[i] as number], `${v.id} pool liquidity`, v.decodeEmpty),
+  );
+  const sellL1Fees = sellL1At.map((row) =>
+    row.map((index, t) =>
+      index === undefined
+        ? undefined
+        : required(second[index], `${venues[1 - t]?.id} sell L1 fee (GasPriceOracle)`, decodeUint),
+    ),
   );
   const sells = sellAt.map((row) =>
     row.map((at, t) => (at === undefined ? undefined : outcome(venues[1 - t] as Venue, resultAt(at)))),
@@ -647,7 +656,13 @@ export async function takeSnapshot(
 
   const baseFeeWei = header.baseFeePerGas ?? 0n;
   const gasPriceWei = baseFeeWei + settings.priorityFeeWei;
-  const leg = (index: number, direction: LegFacts["direction"], amountIn: bigint, quote: Quote) =>
+  const leg = (
+    index: number,
+    direction: LegFacts["direction"],
+    amountIn: bigint,
+    quote: Quote,
+    l1FeeWei: bigint,
+  ) =>
     describeLeg(
       {
         venue: venues[index] as Venue,
@@ -657,16 +672,18 @@ export async function takeSnapshot(
         quote,
         fee: fees[index] as Ratio,
         spotUsdcPerWei: spots[index] as Ratio,
-        l1FeeWei: (l1Fees[0] as bigint[])[index] as bigint,
+        l1FeeWei,
       },
       addresses,
       gasPriceWei,
     );
+  const buyL1 = (k: number, t: number) => (buyL1Fees[k] as bigint[])[t] as bigint;
+  const sellL1 = (k: number, t: number) => (sellL1Fees[k] as (bigint | undefined)[])[t] as bigint;
   const legs = [
-    leg(0, "USDC->WETH", usdcIn, mainBuys[0]),
-    leg(1, "WETH->USDC", mainBuys[0].amountOut, mainSellQuotes[0]),
-    leg(1, "USDC->WETH", usdcIn, mainBuys[1]),
-    leg(0, "WETH->USDC", mainBuys[1].amountOut, mainSellQuotes[1]),
+    leg(0, "USDC->WETH", usdcIn, mainBuys[0], buyL1(0, 0)),
+    leg(1, "WETH->USDC", mainBuys[0].amountOut, mainSellQuotes[0], sellL1(0, 0)),
+    leg(1, "USDC->WETH", usdcIn, mainBuys[1], buyL1(0, 1)),
+    leg(0, "WETH->USDC", mainBuys[1].amountOut, mainSellQuotes[1], sellL1(0, 1)),
   ];
   // Gas in USDC atomic units: wei × (USD per ETH) / 10^12, rounded up (a cost is never understated).
   const weiToUsdc = (wei: bigint) =>
@@ -697,7 +714,7 @@ export async function takeSnapshot(
     const atomicIndex = atomicL1At[k]?.[t];
     const l1FeeWei = atomic
       ? required(second[atomicIndex as number], "atomic L1 fee (GasPriceOracle)", decodeUint)
-      : ((l1Fees[k] as bigint[])[t] as bigint) + ((l1Fees[k] as bigint[])[1 - t] as bigint);
+      : buyL1(k, t) + sellL1(k, t);
     const gasWei = gasUnits * gasPriceWei + l1FeeWei;
     const gasUsd = weiToUsdc(gasWei);
     const gross = sell.amountOut - size;
@@ -783,6 +800,21 @@ export async function takeSnapshot(
     undefined,
   );
 
+  // The ladder samples sizes: a pick at its end says nothing about the sizes beyond it.
+  const largestSize = sizes.reduce((a, b) => (b > a ? b : a));
+  const smallestSize = sizes.reduce((a, b) => (b < a ? b : a));
+  const largestProfitableOpenEnded = largestProfitable?.size === largestSize;
+  const breakEvenOpenEnded = breakEven?.size === smallestSize;
+  if (largestProfitableOpenEnded) {
+    warnings.push(
+      `the largest size quoted (${usdcText(largestSize)} USDC) is still profitable: the largest profitable size may be above it`,
+    );
+  }
+  if (breakEvenOpenEnded) {
+    warnings.push(
+      `the smallest size quoted (${usdcText(smallestSize)} USDC) already breaks even: the break-even size may be below it`,
+    );
+  }
   const ageSeconds = Number(header.timestamp - updatedAt);
   if (ageSeconds > settings.feedMaxAgeSeconds) {
     warnings.push(
@@ -833,6 +865,8 @@ export async function takeSnapshot(
       best: bestSize ? pick(bestSize) : null,
       breakEven: breakEven ? pick(breakEven) : null,
       largestProfitable: largestProfitable ? pick(largestProfitable) : null,
+      largestProfitableOpenEnded,
+      breakEvenOpenEnded,
     },
     warnings,
   };

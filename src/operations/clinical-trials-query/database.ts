@@ -300,10 +300,12 @@ export function writeMeta(
 }
 
 /**
- * What the dataset's "as of" date is based on (meta.snapshot_date_basis):
- *  - record-as-of: the newest registry copy among the records (their versionHolder);
- *  - last-update-posted: records without a registry copy date: the newest version posted, a lower bound;
- *  - ingest-start: an API ingest: the day it started reading the registry;
+ * What the dataset's "as of" date is based on (meta.snapshot_date_basis). The date is a guarantee:
+ * every loaded record is at least that current.
+ *  - record-as-of: the oldest registry copy among the records (their versionHolder);
+ *  - last-update-posted: the oldest last update posted among records without a copy date (their
+ *    copy is at least that new), when it is older than every copy date;
+ *  - ingest-start: an API ingest whose undated records bound the date: the day it started reading;
  *  - ingest-clock: records with neither date: the day they were loaded.
  */
 export type SnapshotDateBasis = "record-as-of" | "last-update-posted" | "ingest-start" | "ingest-clock";
@@ -316,21 +318,36 @@ export function recordsAsOf(db: TrialsDatabase): { oldest: string; newest: strin
   return row.oldest && row.newest ? { oldest: row.oldest, newest: row.newest } : null;
 }
 
+/** How many loaded records state no registry copy date (record_as_of). */
+export function undatedRecords(db: TrialsDatabase): number {
+  return (db.prepare("SELECT count(*) AS n FROM studies WHERE record_as_of IS NULL").get() as { n: number })
+    .n;
+}
+
 /**
- * The date a folder of records is a snapshot of, read from the records: the newest registry copy.
- * A record that states no copy date is at least as new as its version (its last update posted), so
- * that date stands in for it: a record without a copy date never makes the folder look older.
+ * The date every loaded record is at least as current as: the oldest registry copy, and for a record
+ * that states none, a lower bound of its copy: the day an API ingest started reading (`undatedFrom`),
+ * or in a folder its last update posted. An undated record can make the data look older, never
+ * newer; the headline is never the newest copy, which most records may be older than.
  */
-export function folderSnapshotDate(db: TrialsDatabase): { date: string; basis: SnapshotDateBasis } | null {
+export function snapshotDateOf(
+  db: TrialsDatabase,
+  undatedFrom?: string,
+): { date: string; basis: SnapshotDateBasis } | null {
   const row = db
     .prepare(
-      `SELECT max(record_as_of) AS copied,
-         max(CASE WHEN record_as_of IS NULL AND last_update_posted GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
-           THEN last_update_posted END) AS undated
+      `SELECT min(record_as_of) AS copied, count(*) FILTER (WHERE record_as_of IS NULL) AS undated,
+         min(CASE WHEN record_as_of IS NULL AND last_update_posted GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+           THEN last_update_posted END) AS posted
        FROM studies`,
     )
-    .get() as { copied: string | null; undated: string | null };
-  if (row.copied && (!row.undated || row.copied >= row.undated))
-    return { date: row.copied, basis: "record-as-of" };
-  return row.undated ? { date: row.undated, basis: "last-update-posted" } : null;
+    .get() as { copied: string | null; undated: number; posted: string | null };
+  const bounds: { date: string; basis: SnapshotDateBasis }[] = [];
+  if (row.copied) bounds.push({ date: row.copied, basis: "record-as-of" });
+  if (row.undated > 0 && undatedFrom !== undefined) bounds.push({ date: undatedFrom, basis: "ingest-start" });
+  else if (row.undated > 0 && row.posted) bounds.push({ date: row.posted, basis: "last-update-posted" });
+  return bounds.reduce<{ date: string; basis: SnapshotDateBasis } | null>(
+    (low, b) => (!low || b.date < low.date ? b : low),
+    null,
+  );
 }

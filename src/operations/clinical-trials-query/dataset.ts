@@ -9,6 +9,7 @@ import {
   recordsAsOf,
   type SnapshotDateBasis,
   type TrialsDatabase,
+  undatedRecords,
 } from "./database.ts";
 import { SELECTION_RULES } from "./ingest.ts";
 import type { Dataset } from "./schema.ts";
@@ -49,7 +50,7 @@ export function readDataset(db: TrialsDatabase): Dataset {
     ruleCounts,
     skippedRecords: Number(meta.skipped_records ?? 0) || 0,
   };
-  return { ...partial, description: describeDataset(partial) };
+  return { ...partial, description: describeDataset(partial, undatedRecords(db)) };
 }
 
 const BASES: readonly SnapshotDateBasis[] = [
@@ -71,33 +72,38 @@ function snapshotDateMeaning(
     (copies ? ` (here ${copies.oldest} to ${copies.newest})` : "");
   switch (basis) {
     case "record-as-of":
-      return `the newest registry copy among the loaded records (ClinicalTrials.gov versionHolder); ${each}`;
+      return `the oldest registry copy among the loaded records (ClinicalTrials.gov versionHolder): every record is at least this current; ${each}`;
     case "last-update-posted":
-      return `the newest last update posted among the loaded records that state no registry copy date: those copies are at least this new and may be newer${copies ? `; ${each}` : ""}`;
+      return `the oldest last update posted among the loaded records that state no registry copy date, older than every copy date: every record is at least this current${copies ? `; ${each}` : ""}`;
     case "ingest-start":
-      return `the day the API ingest started reading the registry: every record is the registry's version of that day or later; ${each}`;
+      return `the day the API ingest started reading the registry, which bounds the records that state no registry copy date; no record states an older copy${copies ? `; ${each}` : ""}`;
     case "ingest-clock":
       return "the day the records were loaded: they state neither a registry copy date nor a last update";
   }
 }
 
-/** "as of 2024-06-10 (records copied 2023-11-15 to 2024-06-10)", or only the date when the records state no copy dates. */
-function asOf(dataset: Omit<Dataset, "description">): string {
+/**
+ * "as of 2023-11-15 (registry copies of 2023-11-15 to 2024-06-10)": the date every record is at least
+ * as current as, the copies' range, and how many records state no copy date.
+ */
+function asOf(dataset: Omit<Dataset, "description">, undated: number): string {
   const copies = dataset.recordsAsOf;
-  if (!copies) return `as of ${dataset.snapshotDate}`;
+  const studies = (n: number) => `${thousands(n)} ${n === 1 ? "study states" : "studies state"}`;
+  if (!copies) return `as of ${dataset.snapshotDate} (no study states its registry copy date)`;
   const range = copies.oldest === copies.newest ? copies.newest : `${copies.oldest} to ${copies.newest}`;
-  return `as of ${dataset.snapshotDate} (registry copies of ${range})`;
+  const missing = undated > 0 ? `; ${studies(undated)} no copy date` : "";
+  return `as of ${dataset.snapshotDate} (registry copies of ${range}${missing})`;
 }
 
 /** "the sample of 5 studies (…)", or "38,638 studies … from ClinicalTrials.gov, as of …". */
-export function describeDataset(dataset: Omit<Dataset, "description">): string {
+export function describeDataset(dataset: Omit<Dataset, "description">, undated: number): string {
   const size = `${thousands(dataset.studies)} ${dataset.studies === 1 ? "study" : "studies"}`;
   const counts = `${thousands(dataset.endpoints)} endpoints, ${thousands(dataset.measurements)} measurements, ${thousands(dataset.analyses)} analyses`;
   if (dataset.kind === "sample") {
     const what = dataset.sourceUrl
       ? `an unfinished ingest from ${dataset.sourceUrl}`
       : "a sample loaded from a folder of study records, not the full index";
-    return `a sample of ${size} (${counts}; ${what}), ${asOf(dataset)}`;
+    return `a sample of ${size} (${counts}; ${what}), ${asOf(dataset, undated)}`;
   }
   const selected = dataset.selectionRule
     ? ` with results ${SELECTION_RULES[dataset.selectionRule].describe}`
@@ -105,7 +111,7 @@ export function describeDataset(dataset: Omit<Dataset, "description">): string {
   const from = dataset.registry
     ? "ClinicalTrials.gov"
     : `${dataset.sourceUrl ?? "an unknown source"} (not the ClinicalTrials.gov registry)`;
-  return `${size}${selected} (${counts}), a complete ingest of ${from} ${asOf(dataset)}`;
+  return `${size}${selected} (${counts}), a complete ingest of ${from} ${asOf(dataset, undated)}`;
 }
 
 /** The operation's summary and description for the loaded database. */

@@ -7,9 +7,10 @@ import path from "node:path";
 import { retry } from "../retry.ts";
 import {
   type DatasetMeta,
-  folderSnapshotDate,
   type ProvenanceMeta,
+  type SnapshotDateBasis,
   StudyWriter,
+  snapshotDateOf,
   type TrialsDatabase,
   writeMeta,
 } from "./database.ts";
@@ -123,7 +124,7 @@ export function ingestFromDirectory(
     // The records are now mixed with whatever an unfinished API run left: that run can no longer complete as "full".
     db.prepare("DELETE FROM ingest_state").run();
   })();
-  const dated = folderSnapshotDate(db) ?? {
+  const dated = snapshotDateOf(db) ?? {
     date: isoDay((options.now ?? (() => new Date()))()),
     basis: "ingest-clock" as const,
   };
@@ -287,8 +288,23 @@ export async function countSelectionRules(
 }
 
 /** Where an API ingest came from, as meta records it (the product and the service's descriptions read it). */
+/**
+ * An API ingest's date: the oldest registry copy among its records (a record's copy may be a day or
+ * more older than the run's start: the registry's weekend, a run started early in the UTC day, a
+ * resumed run), and the start day for records that state none. The start is kept apart
+ * (meta.ingest_started_at).
+ */
+export function apiSnapshotDate(
+  db: TrialsDatabase,
+  startDay: string,
+): { snapshotDate: string; snapshotDateBasis: SnapshotDateBasis } {
+  const dated = snapshotDateOf(db, startDay) ?? { date: startDay, basis: "ingest-start" as const };
+  return { snapshotDate: dated.date, snapshotDateBasis: dated.basis };
+}
+
 function apiProvenance(options: ApiIngestOptions, run: RunState): ProvenanceMeta {
   return {
+    ingest_started_at: run.startedAt,
     source_url: options.apiUrl,
     source_is_registry: isRegistryUrl(options.apiUrl) ? "yes" : "no",
     other_source_allowed: options.allowOtherSource ? "yes" : "no",
@@ -368,7 +384,7 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
   }
   let run = state as RunState;
   const writer = new StudyWriter(db);
-  const snapshotDate = run.startedAt.slice(0, 10);
+  const startDay = run.startedAt.slice(0, 10);
   const runStart = Date.now();
   const receivedAtRunStart = run.studiesReceived;
   let pagesThisRun = 0;
@@ -409,8 +425,7 @@ export async function ingestFromApi(db: TrialsDatabase, options: ApiIngestOption
       db,
       {
         kind: run.status === "complete" ? "full" : "sample",
-        snapshotDate,
-        snapshotDateBasis: "ingest-start",
+        ...apiSnapshotDate(db, startDay),
         source: run.status === "complete" ? source : `${source}; unfinished: ${run.pages} pages so far`,
       },
       apiProvenance(options, run),

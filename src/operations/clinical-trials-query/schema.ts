@@ -255,11 +255,12 @@ export const DatasetSchema = z
     kind: z.enum(["sample", "full"]),
     sample: z.boolean().meta({ description: "True unless a complete API ingest is loaded." }),
     snapshotDate: isoDate.meta({
-      description: "What the loaded data is as of; snapshotDateMeaning says what it is based on.",
+      description:
+        "What every loaded record is at least as current as (the oldest copy, not the newest); snapshotDateMeaning says what it is based on.",
     }),
     snapshotDateBasis: z.enum(["record-as-of", "last-update-posted", "ingest-start", "ingest-clock"]).meta({
       description:
-        "record-as-of: the newest registry copy date among the records; last-update-posted: records without copy dates, their newest last update (a lower bound); ingest-start: the day an API ingest started reading the registry; ingest-clock: the day undated records were loaded.",
+        "record-as-of: the oldest registry copy date among the records; last-update-posted: the oldest last update of records without copy dates (a lower bound of their copy), older than every copy date; ingest-start: the day an API ingest started reading the registry, bounding its records without copy dates; ingest-clock: the day undated records were loaded.",
     }),
     snapshotDateMeaning: z
       .string()
