@@ -28,7 +28,7 @@ const typesOf = (schema, name) => {
 };
 
 export function coerceRow(row, schema) {
-  const out = {};
+  const out = Object.create(null);
   for (const name in row) {
     const value = row[name];
     const types = typesOf(schema, name);
@@ -424,7 +424,7 @@ export function createNormaliser({ snakeCaseHeaders = false, blankToNull = true,
     },
     /** The normalised row, or undefined when it is blank and dropped. */
     row(row) {
-      const normalised = {};
+      const normalised = Object.create(null);
       let blank = true;
       for (const name in row) {
         let cell = row[name];

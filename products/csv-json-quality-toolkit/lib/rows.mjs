@@ -72,14 +72,17 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     problemCount++;
     if (problems.length < MAX_LISTED_PROBLEMS) problems.push({ row, message });
   };
-  const addColumns = (record) => {
-    if (record === null || typeof record !== "object" || Array.isArray(record)) return;
+  /** A parsed JSON row, detached from Object.prototype (JSON.parse keeps "__proto__" as an own key). */
+  const jsonRow = (record) => {
+    if (record === null || typeof record !== "object" || Array.isArray(record)) return record;
+    Object.setPrototypeOf(record, null);
     for (const key in record) {
       if (!known.has(key)) {
         known.add(key);
         columns.push(key);
       }
     }
+    return record;
   };
 
   let push;
@@ -101,7 +104,8 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
       }
       if (cells.length === 1 && cells[0] === "" && header.length !== 1) return; // an empty line
       if (cells.length !== header.length) problem(row, `${cells.length} fields, the header has ${header.length}`);
-      const record = {};
+      // No prototype: a column named __proto__ or constructor is data, never an inherited property.
+      const record = Object.create(null);
       for (let j = 0; j < header.length; j++) record[header[j]] = cells[j] ?? "";
       visit(record, rows++);
     };
@@ -144,8 +148,7 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
         problem(line, `not JSON: ${error.message}`);
         return;
       }
-      addColumns(record);
-      visit(record, rows++);
+      visit(jsonRow(record), rows++);
     };
     push = (text) => {
       // A line longer than one read is searched for its end only in the new text.
@@ -170,8 +173,7 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
         problem(index + 1, `not JSON: ${error.message}`);
         return;
       }
-      addColumns(record);
-      visit(record, rows++);
+      visit(jsonRow(record), rows++);
     });
     push = (text) => splitter.push(text);
     end = () => splitter.end();

@@ -106,7 +106,7 @@ export function validate(schema, value, root = schema, pointer = "") {
   };
   if (schema.$ref) {
     const match = /^#\/\$defs\/(.+)$/.exec(schema.$ref);
-    const target = match && root.$defs?.[match[1]];
+    const target = match && root.$defs && Object.hasOwn(root.$defs, match[1]) ? root.$defs[match[1]] : undefined;
     if (!target) add(`unresolvable $ref ${schema.$ref}`);
     else merge(validate(target, value, root, pointer));
   }
