@@ -86,7 +86,7 @@ await runCli(async () => {
   if (gate.keyColumns) {
     for (const name of gate.keyColumns) if (!columns.includes(name)) rule(`key column ${name} present`, false, columns.join(", "));
     const limit = gate.maxDuplicateRate ?? 0;
-    rule(`duplicate rate on ${gate.keyColumns.join("+")} ≤ ${limit}`, fraction(duplicates) <= limit, `${duplicates} duplicate row(s)`);
+    rule(`duplicate rate on ${gate.keyColumns.join("+")} ≤ ${limit}`, fraction(duplicates) <= limit, `${duplicates} duplicate row(s); ${deduper.blankKeyRows} row(s) with a blank key (never duplicates)`);
   }
   blankColumns.forEach((name, i) => {
     const limit = gate.maxBlankRate[name];

@@ -566,12 +566,25 @@ export class KeyIndex {
  */
 export function createDeduper(keyColumns, { caseInsensitive = true } = {}) {
   const seen = new KeyIndex();
+  let blankKeyRows = 0;
   return {
-    add: (row, index) => seen.firstOrAdd(keyOf(row, keyColumns, { caseInsensitive }), index),
+    add(row, index) {
+      // A blank key ("", spaces, null, missing) says nothing about the row: two rows without an
+      // email are not one contact, so such a row is never a duplicate, only counted.
+      if (keyColumns.some((name) => isBlank(row?.[name]))) {
+        blankKeyRows++;
+        return undefined;
+      }
+      return seen.firstOrAdd(keyOf(row, keyColumns, { caseInsensitive }), index);
+    },
+    /** Rows kept because a key column was blank. */
+    get blankKeyRows() {
+      return blankKeyRows;
+    },
   };
 }
 
-/** Keeps the first row per key (key columns compared trimmed, NFC, optionally case-folded). */
+/** Keeps the first row per key (key columns compared trimmed, NFC, optionally case-folded); rows with a blank key are all kept. */
 export function dedupeRows(rows, keyColumns, { caseInsensitive = true } = {}) {
   const deduper = createDeduper(keyColumns, { caseInsensitive });
   const kept = [];
@@ -581,5 +594,5 @@ export function dedupeRows(rows, keyColumns, { caseInsensitive = true } = {}) {
     if (duplicateOf !== undefined) duplicates.push({ index, duplicateOf });
     else kept.push(row);
   });
-  return { rows: kept, duplicates };
+  return { rows: kept, duplicates, blankKeyRows: deduper.blankKeyRows };
 }
