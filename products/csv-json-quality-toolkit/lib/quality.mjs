@@ -1,6 +1,6 @@
 // The checks behind the scripts, as functions (the scripts are thin command-line wrappers). Every
 // check works one row at a time, so the scripts stream files of any length.
-import { validate } from "./schema.mjs";
+import { isEmail, validate } from "./schema.mjs";
 
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 const isBlank = (value) => value === null || value === undefined || (typeof value === "string" && value.trim() === "");
@@ -87,7 +87,7 @@ export const kindOf = (value) => {
   if (/^(true|false)$/i.test(text)) return "boolean";
   if (/^\d{4}-\d{2}-\d{2}$/.test(text)) return "date";
   if (/^\d{4}-\d{2}-\d{2}T/.test(text) && !Number.isNaN(Date.parse(text))) return "date-time";
-  if (/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text)) return "email";
+  if (isEmail(text)) return "email";
   return "string";
 };
 
