@@ -90,6 +90,8 @@ await runCli(async () => {
   }
   blankColumns.forEach((name, i) => {
     const limit = gate.maxBlankRate[name];
+    // A rule on a column the file lacks checks nothing: it fails rather than pass unchecked.
+    if (!columns.includes(name)) return rule(`blank rate of ${name} ≤ ${limit}`, false, `column ${name} is not in the file (columns: ${columns.join(", ")})`);
     const blankRate = Math.round(fraction(blanks[i]) * 1e6) / 1e6;
     rule(`blank rate of ${name} ≤ ${limit}`, blankRate <= limit, `${blankRate}`);
   });

@@ -92,6 +92,8 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     let csv;
     const onRow = (cells, row) => {
       if (!header) {
+        // A blank first line (a file of whitespace or line ends) has no column to check.
+        if (cells.every((cell) => cell.trim() === "")) throw new DataError(`${file} has no data (its first line is blank, so there is no header): there is nothing to check`);
         header = cells;
         const seen = new Set();
         for (const name of header) {
@@ -191,6 +193,10 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     // An empty file has no header and no rows: nothing was checked, which must not pass as clean.
     if (decoder.characters === 0) throw new DataError(`${file} is empty (${bytes === 0 ? "0 bytes" : "only a byte order mark"}): there is nothing to check`);
     end();
+    // Only whitespace, blank lines or `[]`: no column and no row, as empty as a 0-byte file.
+    if (rows === 0 && columns.every((name) => name.trim() === "")) {
+      throw new DataError(`${file} has no data (only whitespace${format === "json" ? " or an empty array" : ""}): there is nothing to check`);
+    }
   } catch (error) {
     if (error instanceof DataError || error instanceof UsageError) throw error;
     if (error.code) throw new UsageError(`cannot read the input file ${file}: ${error.message}`);
