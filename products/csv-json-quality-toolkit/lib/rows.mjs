@@ -11,6 +11,32 @@ const DETECTION_CHARS = 1 << 16;
 /** Parse problems listed in a report (all are counted). */
 export const MAX_LISTED_PROBLEMS = 100;
 
+/**
+ * How deeply a JSON row may nest (the row itself is level 1). Deeper rows are a problem naming the
+ * row, not a crash: JSON.stringify (profile's value counts, keys, output) recurses and runs out of
+ * stack near 10,000 levels.
+ */
+export const MAX_JSON_DEPTH = 1000;
+
+/** Whether a parsed JSON value nests deeper than `limit` levels (walked with a stack, not recursion). */
+function nestsDeeperThan(value, limit) {
+  const stack = [value];
+  const depths = [1];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    const depth = depths.pop();
+    if (depth > limit) return true;
+    for (const key in current) {
+      const child = current[key];
+      if (child !== null && typeof child === "object") {
+        stack.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
+}
+
 /** csv (.csv, .tsv, .txt), jsonl (.jsonl, .ndjson) or json, from the file name. */
 export function formatOf(file) {
   if (/\.(csv|tsv|tab|txt)$/i.test(file)) return "csv";
@@ -150,6 +176,10 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
         problem(line, `not JSON: ${error.message}`);
         return;
       }
+      if (record !== null && typeof record === "object" && nestsDeeperThan(record, MAX_JSON_DEPTH)) {
+        problem(line, `nested deeper than ${MAX_JSON_DEPTH} levels`);
+        return;
+      }
       visit(jsonRow(record), rows++);
     };
     push = (text) => {
@@ -173,6 +203,10 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
         record = JSON.parse(text);
       } catch (error) {
         problem(index + 1, `not JSON: ${error.message}`);
+        return;
+      }
+      if (record !== null && typeof record === "object" && nestsDeeperThan(record, MAX_JSON_DEPTH)) {
+        problem(index + 1, `nested deeper than ${MAX_JSON_DEPTH} levels`);
         return;
       }
       visit(jsonRow(record), rows++);
