@@ -227,8 +227,8 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     // An empty file has no header and no rows: nothing was checked, which must not pass as clean.
     if (decoder.characters === 0) throw new DataError(`${file} is empty (${bytes === 0 ? "0 bytes" : "only a byte order mark"}): there is nothing to check`);
     end();
-    // Only whitespace, blank lines or `[]`: no column and no row, as empty as a 0-byte file.
-    if (rows === 0 && columns.every((name) => name.trim() === "")) {
+    // Only whitespace, blank lines or `[]` (no column, no row, no line that failed to parse): as empty as a 0-byte file.
+    if (rows === 0 && problemCount === 0 && columns.every((name) => name.trim() === "")) {
       throw new DataError(`${file} has no data (only whitespace${format === "json" ? " or an empty array" : ""}): there is nothing to check`);
     }
   } catch (error) {

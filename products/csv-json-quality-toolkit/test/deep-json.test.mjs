@@ -39,3 +39,9 @@ test(`a row nested exactly ${MAX_JSON_DEPTH} levels is data`, () => {
   assert.equal(run("scripts/normalise.mjs", [file, "--out", tempFile("o.jsonl"), "--quiet"]).status, 0);
   assert.equal(run("scripts/profile.mjs", [tempFile("no.jsonl", `{"id":1}\n${deepRow(MAX_JSON_DEPTH)}\n`), "--quiet"]).json.parseProblemCount, 1);
 });
+
+test("a file whose only row is too deep reports that row, not 'no data'", () => {
+  const r = run("scripts/profile.mjs", [tempFile("only.jsonl", `${deepRow(10_000)}\n`), "--quiet"]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(r.json.parseProblems, [{ row: 1, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }]);
+});
