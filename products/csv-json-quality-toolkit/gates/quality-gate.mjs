@@ -86,10 +86,12 @@ await runCli(async () => {
   if (gate.keyColumns) {
     for (const name of gate.keyColumns) if (!columns.includes(name)) rule(`key column ${name} present`, false, columns.join(", "));
     const limit = gate.maxDuplicateRate ?? 0;
-    rule(`duplicate rate on ${gate.keyColumns.join("+")} ≤ ${limit}`, fraction(duplicates) <= limit, `${duplicates} duplicate row(s)`);
+    rule(`duplicate rate on ${gate.keyColumns.join("+")} ≤ ${limit}`, fraction(duplicates) <= limit, `${duplicates} duplicate row(s); ${deduper.blankKeyRows} row(s) with a blank key (never duplicates)`);
   }
   blankColumns.forEach((name, i) => {
     const limit = gate.maxBlankRate[name];
+    // A rule on a column the file lacks checks nothing: it fails rather than pass unchecked.
+    if (!columns.includes(name)) return rule(`blank rate of ${name} ≤ ${limit}`, false, `column ${name} is not in the file (columns: ${columns.join(", ")})`);
     const blankRate = Math.round(fraction(blanks[i]) * 1e6) / 1e6;
     rule(`blank rate of ${name} ≤ ${limit}`, blankRate <= limit, `${blankRate}`);
   });

@@ -1,6 +1,6 @@
 // The checks behind the scripts, as functions (the scripts are thin command-line wrappers). Every
 // check works one row at a time, so the scripts stream files of any length.
-import { validate } from "./schema.mjs";
+import { isEmail, validate } from "./schema.mjs";
 
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 const isBlank = (value) => value === null || value === undefined || (typeof value === "string" && value.trim() === "");
@@ -28,7 +28,7 @@ const typesOf = (schema, name) => {
 };
 
 export function coerceRow(row, schema) {
-  const out = {};
+  const out = Object.create(null);
   for (const name in row) {
     const value = row[name];
     const types = typesOf(schema, name);
@@ -87,7 +87,7 @@ export const kindOf = (value) => {
   if (/^(true|false)$/i.test(text)) return "boolean";
   if (/^\d{4}-\d{2}-\d{2}$/.test(text)) return "date";
   if (/^\d{4}-\d{2}-\d{2}T/.test(text) && !Number.isNaN(Date.parse(text))) return "date-time";
-  if (/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text)) return "email";
+  if (isEmail(text)) return "email";
   return "string";
 };
 
@@ -169,12 +169,18 @@ class ValueBudget {
   precision() {
     return Math.max(4, Math.min(14, Math.floor(Math.log2(ESTIMATE_BUDGET_BYTES / Math.max(1, this.profiles.length)))));
   }
+  /**
+   * Switches the largest exact columns to estimates until the counts take at most 15/16 of the
+   * limit. Freeing a sixteenth at once (one sort of the columns) instead of the single largest
+   * column per call keeps a file of 80,000 columns from scanning them all for every new value.
+   */
   relieve() {
-    while (this.used > this.limit) {
-      let largest;
-      for (const profile of this.profiles) if (profile.exact && (!largest || profile.bytes > largest.bytes)) largest = profile;
-      if (!largest) return;
-      largest.estimateFromNowOn();
+    const target = this.limit - this.limit / 16;
+    if (this.used <= target) return;
+    const exact = this.profiles.filter((profile) => profile.exact).sort((a, b) => b.bytes - a.bytes);
+    for (const profile of exact) {
+      if (this.used <= target) return;
+      profile.estimateFromNowOn();
     }
   }
 }
@@ -424,7 +430,7 @@ export function createNormaliser({ snakeCaseHeaders = false, blankToNull = true,
     },
     /** The normalised row, or undefined when it is blank and dropped. */
     row(row) {
-      const normalised = {};
+      const normalised = Object.create(null);
       let blank = true;
       for (const name in row) {
         let cell = row[name];
@@ -566,12 +572,25 @@ export class KeyIndex {
  */
 export function createDeduper(keyColumns, { caseInsensitive = true } = {}) {
   const seen = new KeyIndex();
+  let blankKeyRows = 0;
   return {
-    add: (row, index) => seen.firstOrAdd(keyOf(row, keyColumns, { caseInsensitive }), index),
+    add(row, index) {
+      // A blank key ("", spaces, null, missing) says nothing about the row: two rows without an
+      // email are not one contact, so such a row is never a duplicate, only counted.
+      if (keyColumns.some((name) => isBlank(row?.[name]))) {
+        blankKeyRows++;
+        return undefined;
+      }
+      return seen.firstOrAdd(keyOf(row, keyColumns, { caseInsensitive }), index);
+    },
+    /** Rows kept because a key column was blank. */
+    get blankKeyRows() {
+      return blankKeyRows;
+    },
   };
 }
 
-/** Keeps the first row per key (key columns compared trimmed, NFC, optionally case-folded). */
+/** Keeps the first row per key (key columns compared trimmed, NFC, optionally case-folded); rows with a blank key are all kept. */
 export function dedupeRows(rows, keyColumns, { caseInsensitive = true } = {}) {
   const deduper = createDeduper(keyColumns, { caseInsensitive });
   const kept = [];
@@ -581,5 +600,5 @@ export function dedupeRows(rows, keyColumns, { caseInsensitive = true } = {}) {
     if (duplicateOf !== undefined) duplicates.push({ index, duplicateOf });
     else kept.push(row);
   });
-  return { rows: kept, duplicates };
+  return { rows: kept, duplicates, blankKeyRows: deduper.blankKeyRows };
 }

@@ -11,6 +11,32 @@ const DETECTION_CHARS = 1 << 16;
 /** Parse problems listed in a report (all are counted). */
 export const MAX_LISTED_PROBLEMS = 100;
 
+/**
+ * How deeply a JSON row may nest (the row itself is level 1). Deeper rows are a problem naming the
+ * row, not a crash: JSON.stringify (profile's value counts, keys, output) recurses and runs out of
+ * stack near 10,000 levels.
+ */
+export const MAX_JSON_DEPTH = 1000;
+
+/** Whether a parsed JSON value nests deeper than `limit` levels (walked with a stack, not recursion). */
+function nestsDeeperThan(value, limit) {
+  const stack = [value];
+  const depths = [1];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    const depth = depths.pop();
+    if (depth > limit) return true;
+    for (const key in current) {
+      const child = current[key];
+      if (child !== null && typeof child === "object") {
+        stack.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
+}
+
 /** csv (.csv, .tsv, .txt), jsonl (.jsonl, .ndjson) or json, from the file name. */
 export function formatOf(file) {
   if (/\.(csv|tsv|tab|txt)$/i.test(file)) return "csv";
@@ -72,14 +98,17 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     problemCount++;
     if (problems.length < MAX_LISTED_PROBLEMS) problems.push({ row, message });
   };
-  const addColumns = (record) => {
-    if (record === null || typeof record !== "object" || Array.isArray(record)) return;
+  /** A parsed JSON row, detached from Object.prototype (JSON.parse keeps "__proto__" as an own key). */
+  const jsonRow = (record) => {
+    if (record === null || typeof record !== "object" || Array.isArray(record)) return record;
+    Object.setPrototypeOf(record, null);
     for (const key in record) {
       if (!known.has(key)) {
         known.add(key);
         columns.push(key);
       }
     }
+    return record;
   };
 
   let push;
@@ -89,6 +118,8 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     let csv;
     const onRow = (cells, row) => {
       if (!header) {
+        // A blank first line (a file of whitespace or line ends) has no column to check.
+        if (cells.every((cell) => cell.trim() === "")) throw new DataError(`${file} has no data (its first line is blank, so there is no header): there is nothing to check`);
         header = cells;
         const seen = new Set();
         for (const name of header) {
@@ -101,7 +132,8 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
       }
       if (cells.length === 1 && cells[0] === "" && header.length !== 1) return; // an empty line
       if (cells.length !== header.length) problem(row, `${cells.length} fields, the header has ${header.length}`);
-      const record = {};
+      // No prototype: a column named __proto__ or constructor is data, never an inherited property.
+      const record = Object.create(null);
       for (let j = 0; j < header.length; j++) record[header[j]] = cells[j] ?? "";
       visit(record, rows++);
     };
@@ -144,8 +176,11 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
         problem(line, `not JSON: ${error.message}`);
         return;
       }
-      addColumns(record);
-      visit(record, rows++);
+      if (record !== null && typeof record === "object" && nestsDeeperThan(record, MAX_JSON_DEPTH)) {
+        problem(line, `nested deeper than ${MAX_JSON_DEPTH} levels`);
+        return;
+      }
+      visit(jsonRow(record), rows++);
     };
     push = (text) => {
       // A line longer than one read is searched for its end only in the new text.
@@ -170,8 +205,11 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
         problem(index + 1, `not JSON: ${error.message}`);
         return;
       }
-      addColumns(record);
-      visit(record, rows++);
+      if (record !== null && typeof record === "object" && nestsDeeperThan(record, MAX_JSON_DEPTH)) {
+        problem(index + 1, `nested deeper than ${MAX_JSON_DEPTH} levels`);
+        return;
+      }
+      visit(jsonRow(record), rows++);
     });
     push = (text) => splitter.push(text);
     end = () => splitter.end();
@@ -189,6 +227,10 @@ export async function readRows(file, visit, { delimiter, strict = false, progres
     // An empty file has no header and no rows: nothing was checked, which must not pass as clean.
     if (decoder.characters === 0) throw new DataError(`${file} is empty (${bytes === 0 ? "0 bytes" : "only a byte order mark"}): there is nothing to check`);
     end();
+    // Only whitespace, blank lines or `[]` (no column, no row, no line that failed to parse): as empty as a 0-byte file.
+    if (rows === 0 && problemCount === 0 && columns.every((name) => name.trim() === "")) {
+      throw new DataError(`${file} has no data (only whitespace${format === "json" ? " or an empty array" : ""}): there is nothing to check`);
+    }
   } catch (error) {
     if (error instanceof DataError || error instanceof UsageError) throw error;
     if (error.code) throw new UsageError(`cannot read the input file ${file}: ${error.message}`);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Deduplicate rows on key columns, keeping the first occurrence and the input order. Streams;
-// memory grows with the number of distinct keys only. A ragged row or a duplicate column name
+// memory grows with the number of distinct keys only. A row with a blank key column is kept, never
+// a duplicate, and counted in blankKeyRows. A ragged row or a duplicate column name
 // stops the run (a value would be lost) and nothing is written.
 // usage: node scripts/dedupe.mjs <in> --keys email[,country] [--out <file>] [--case-sensitive] [--fail-on-duplicates] [--delimiter ;]
 // exit 0, or 1 with --fail-on-duplicates when duplicates were found (or when the data would lose values), 2 wrong call
@@ -70,7 +71,7 @@ await runCli(async () => {
     );
     writer ??= createRowWriter(options.out, { columns: columns ?? [] });
     const outputRows = writer.close();
-    process.stderr.write(`${JSON.stringify({ inputRows, outputRows, duplicateCount, duplicates, truncated: duplicateCount > duplicates.length })}\n`);
+    process.stderr.write(`${JSON.stringify({ inputRows, outputRows, duplicateCount, blankKeyRows: deduper.blankKeyRows, duplicates, truncated: duplicateCount > duplicates.length })}\n`);
     return options["fail-on-duplicates"] && duplicateCount > 0 ? EXIT.FAIL : EXIT.PASS;
   } catch (error) {
     writer?.abort();
