@@ -402,6 +402,7 @@ function startPayments(
     resourceServer,
     metrics,
     authorizations,
+    ...(chainRpc ? { balances: createTokenBalances(chainRpc) } : {}),
     log: log.child({ component: "held-payments" }),
     settlementTimeoutMs: config.payment.settlementTimeoutMs,
     now: clock,
@@ -420,8 +421,15 @@ async function startInProcessWorker(
   payments: Payments,
 ): Promise<void> {
   if (!config.jobs.inProcessWorker || !operations.some((operation) => operation.kind === "async")) return;
-  const worker = createWorker(config, store.jobs, jobHandlers(started), log, clock, () =>
-    payments.heldPayments?.wake(),
+  const { heldPayments } = payments;
+  const worker = createWorker(
+    config,
+    store.jobs,
+    jobHandlers(started),
+    log,
+    clock,
+    () => heldPayments?.wake(),
+    heldPayments ? (job) => heldPayments.whyUnpayable(job) : undefined,
   );
   // Pushed before it starts: a start that fails halfway (liveness reported, no loop yet) is stopped too.
   shutdown.push("job worker", (graceMs) => worker.stop(graceMs));

@@ -2,7 +2,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import fc from "fast-check";
+import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
+import { x402HttpAnswers } from "../src/http/x402-answers.ts";
+import { JobWorker } from "../src/jobs/worker.ts";
+import { Metrics } from "../src/metrics.ts";
+import { HeldPaymentSettler } from "../src/payments/resource-server/held-payment-settler.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { Store } from "../src/store/store.ts";
@@ -284,6 +289,77 @@ for (const engine of [sqlite, postgres]) {
         expect(ended.status).toBe(409);
         expect(JSON.parse(ended.body).detail).toContain("do not pay again");
       } finally {
+        gate.leases.stop();
+        await store.close();
+        await ledger.dispose();
+      }
+    });
+
+    it("two wallets passing the same funds: the job whose payer no longer covers it is failed unrun; one job runs", async () => {
+      const ledger = await engine.create();
+      const store = await ledger.open();
+      const chain = new ModelChain();
+      const { gate, brief } = heldGate({ store, chain, maxHeldPerPayer: CAP });
+      const settler = new HeldPaymentSettler({
+        store,
+        resourceServer: chain.resourceServer(),
+        metrics: new Metrics(),
+        answers: x402HttpAnswers,
+        log: pino({ level: "silent" }),
+        authorizations: {
+          check: async ({ payer, nonce }) =>
+            chain.isUsed(payer, nonce) ? { state: "consumed" } : { state: "unused" },
+        },
+        balances: { balanceOf: async (_asset, holder) => chain.balance(holder) },
+        settlementTimeoutMs: 1000,
+      });
+      const ran: string[] = [];
+      const worker = new JobWorker({
+        queue: store.jobs,
+        handlers: new Map([
+          [
+            "research-brief",
+            async (_input, { job }) => {
+              ran.push(job.id);
+              return { brief: "done" };
+            },
+          ],
+        ]),
+        log: pino({ level: "silent" }),
+        leaseMs: 60_000,
+        concurrency: 2,
+        retentionMs: 86_400_000,
+        pollMs: 20,
+        whyUnpayable: (job) => settler.whyUnpayable(job),
+      });
+      try {
+        const [a, b] = [payerAddress(21), payerAddress(22)];
+        chain.fund(a, BRIEF_PRICE);
+        const first = await httpOutcome(gate, brief(briefPayment(a, 1)));
+        expect(first.status).toBe(202);
+        // A passes its funds to B after its job was accepted; B's brief is then accepted on the same money.
+        chain.balances.set(a.toLowerCase(), 0n);
+        chain.fund(b, BRIEF_PRICE);
+        const second = await httpOutcome(gate, brief(briefPayment(b, 1)));
+        expect(second.status).toBe(202);
+        const [jobA, jobB] = [JSON.parse(first.body).jobId, JSON.parse(second.body).jobId];
+        await worker.start();
+        const finished = async (id: string) => {
+          for (;;) {
+            const job = await store.jobs.get(id);
+            if (job && job.state !== "queued" && job.state !== "running" && job.state !== "awaiting_payment")
+              return job;
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+        };
+        const [endA, endB] = [await finished(jobA), await finished(jobB)];
+        expect(ran).toEqual([jobB]);
+        expect(endA.state).toBe("failed");
+        expect(endA.error?.code).toBe("payment_unpayable");
+        expect(endA.error?.message).toContain("nothing was charged");
+        expect(endB.state).not.toBe("failed");
+      } finally {
+        await worker.stop();
         gate.leases.stop();
         await store.close();
         await ledger.dispose();

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { StartedOperation } from "../catalog/operation.ts";
 import type { Config } from "../config.ts";
-import type { JobQueue } from "./queue.ts";
+import type { Job, JobQueue } from "./queue.ts";
 import { type JobHandler, JobWorker, livenessSince } from "./worker.ts";
 
 /** The job handlers the started operations bring (only those whose providers are configured). */
@@ -18,9 +18,11 @@ export function createWorker(
   log: Logger,
   now?: () => number,
   onJobFinished?: () => void,
+  whyUnpayable?: (job: Job) => Promise<string | undefined>,
 ): JobWorker {
   return new JobWorker({
     onJobFinished,
+    ...(whyUnpayable ? { whyUnpayable } : {}),
     queue,
     handlers,
     log: log.child({ component: "worker" }),

@@ -41,6 +41,8 @@ export interface WorkerOptions {
   retentionMs: number;
   /** How often an idle worker looks for work. */
   pollMs?: number;
+  /** Why a claimed job's payment can no longer settle (the job is then failed, not run); undefined: run it. */
+  whyUnpayable?: (job: Job) => Promise<string | undefined>;
   /** Told when a job ended here (its held payment can be settled or released now). */
   onJobFinished?: () => void;
   now?: () => number;
@@ -166,6 +168,13 @@ export class JobWorker {
       log.info("job started");
       try {
         if (!handler) throw new JobFailure("unsupported", `no handler for jobs of type ${job.type}`);
+        const unpayable = await this.options.whyUnpayable?.(job);
+        if (unpayable) {
+          throw new JobFailure(
+            "payment_unpayable",
+            `${unpayable}: the job was not run and nothing was charged`,
+          );
+        }
         const result = await handler(job.input, {
           job,
           log,

@@ -81,6 +81,11 @@ export class ModelChain {
     this.balances.set(payer.toLowerCase(), this.balance(payer) + amount);
   }
 
+  /** authorizationState: whether the payer's nonce was used. */
+  isUsed(payer: string, nonce: string): boolean {
+    return this.used.has(`${payer.toLowerCase()}:${nonce}`);
+  }
+
   /** Whether transferWithAuthorization would succeed now. */
   wouldPay(payload: PaymentPayload): boolean {
     const { from, value, nonce } = authorizationOf(payload);
