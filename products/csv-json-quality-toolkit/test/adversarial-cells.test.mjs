@@ -4,19 +4,7 @@ import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { test } from "node:test";
 import { FORMATS, isEmail } from "../lib/schema.mjs";
-import { root } from "./helpers.mjs";
-
-const SEED = Number(process.env.CSV_KIT_SEED ?? Math.floor(Math.random() * 2 ** 32));
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { random, root, SEED } from "./helpers.mjs";
 
 test("isEmail accepts exactly what /^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$/ accepts (differential, short strings)", () => {
   console.log(`adversarial-cells: seed ${SEED} (replay: CSV_KIT_SEED=${SEED})`);

@@ -5,21 +5,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CsvParser, parseCsvRows } from "../lib/csv.mjs";
 import { InputDecoder } from "../lib/text.mjs";
+import { random, SEED } from "./helpers.mjs";
 
-const SEED = Number(process.env.CSV_KIT_SEED ?? Math.floor(Math.random() * 2 ** 32));
 const CASES = Number(process.env.CSV_KIT_CASES ?? 3000);
-
-/** mulberry32: a small seeded generator, so a failing case can be replayed from its seed. */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 /** What a cell is made of: separators, quotes, line ends, spaces, 2-, 3- and 4-byte UTF-8 (an astral pair), a BOM. */
 const PIECES = ["a", "b", "1", ",", ";", '"', '""', "\r", "\n", "\r\n", " ", "\t", "é", "€", "𝄞", "😀", "\ufeff", "x y"];

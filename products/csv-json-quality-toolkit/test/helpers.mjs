@@ -33,3 +33,18 @@ export function tempFile(name, content) {
   if (content !== undefined) fs.writeFileSync(file, content);
   return file;
 }
+
+/** The seed of this run's generated cases: CSV_KIT_SEED replays a failure (each test prints it). */
+export const SEED = Number(process.env.CSV_KIT_SEED ?? Math.floor(Math.random() * 2 ** 32));
+
+/** mulberry32: a small seeded generator, so a failing case can be replayed from its seed. */
+export function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}

@@ -4,20 +4,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import { test } from "node:test";
 import { createProfiler, KeyIndex } from "../lib/quality.mjs";
-import { run, tempFile } from "./helpers.mjs";
-
-const SEED = Number(process.env.CSV_KIT_SEED ?? Math.floor(Math.random() * 2 ** 32));
-
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+import { random, run, SEED, tempFile } from "./helpers.mjs";
 
 test(`KeyIndex finds the same first rows as a Map of strings (seed ${SEED})`, () => {
   const next = random(SEED);
