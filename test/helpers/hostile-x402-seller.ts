@@ -263,3 +263,39 @@ export async function mineAtNow(rpcUrl: string): Promise<void> {
   const wanted = Math.floor(Date.now() / 1000);
   await chainRpc(rpcUrl, "evm_mine", [Math.max(wanted, Number(BigInt(latest.timestamp)) + 1)]);
 }
+
+/**
+ * A JSON-RPC endpoint that claims to be another chain (eth_chainId 84532, Base Sepolia) and has never
+ * seen any payer's nonce (every eth_call answers zero); everything else is passed to `upstreamUrl`.
+ * `asked` lists the methods it was sent.
+ */
+export async function startOtherChainRpc(
+  upstreamUrl: string,
+): Promise<{ url: string; asked: string[]; close(): Promise<void> }> {
+  const asked: string[] = [];
+  const server = http.createServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    const call = JSON.parse(body) as { id: number; method: string };
+    asked.push(call.method);
+    const reply = (result: string) => res.end(JSON.stringify({ jsonrpc: "2.0", id: call.id, result }));
+    if (call.method === "eth_chainId") return reply("0x14a34");
+    if (call.method === "eth_call") return reply(`0x${"0".repeat(64)}`);
+    const upstream = await fetch(upstreamUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    res.end(await upstream.text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    asked,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

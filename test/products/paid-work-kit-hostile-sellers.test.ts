@@ -1,7 +1,5 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
@@ -24,6 +22,7 @@ import {
   mineAtNow,
   type SellerTerms,
   startHostileSeller,
+  startOtherChainRpc,
 } from "../helpers/hostile-x402-seller.ts";
 import { chainRpc } from "../helpers/payment-faults.ts";
 import { freePort } from "../helpers/service.ts";
@@ -353,32 +352,9 @@ describe("hostile sellers against the guard on @x402/fetch + @x402/evm, with a l
   });
 
   it("a policy RPC that answers for another chain (eth_chainId 84532) is not believed: what the seller settled on Base stays counted (2× maxPerDay before)", async () => {
-    const asked: string[] = [];
-    const proxy = http.createServer(async (req, res) => {
-      let body = "";
-      for await (const chunk of req) body += chunk;
-      const call = JSON.parse(body) as { id: number; method: string };
-      asked.push(call.method);
-      const reply = (result: string) => res.end(JSON.stringify({ jsonrpc: "2.0", id: call.id, result }));
-      // Another chain: its id is not Base's, and it never saw the payer's nonce.
-      if (call.method === "eth_chainId") return reply("0x14a34");
-      if (call.method === "eth_call") return reply(`0x${"0".repeat(64)}`);
-      const upstream = await fetch(chain.rpcUrl, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body,
-      });
-      res.end(await upstream.text());
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve()));
-    sellers.push({
-      close: () =>
-        new Promise<void>((resolve) => {
-          proxy.closeAllConnections();
-          proxy.close(() => resolve());
-        }),
-    });
-    const rpcUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const otherChain = await startOtherChainRpc(chain.rpcUrl);
+    sellers.push(otherChain);
+    const { url: rpcUrl, asked } = otherChain;
     const s = await seller({ maxTimeoutSeconds: 2, receipt: "none" });
     const { pay, ledgerPath } = guarded(
       policy({ maxPerPayment: "40000", maxPerDay: "40000", rpc: { "eip155:8453": rpcUrl } }),

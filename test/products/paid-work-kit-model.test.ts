@@ -1,6 +1,4 @@
 import fs from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
@@ -24,6 +22,7 @@ import {
   type Offer,
   type Receipt,
   startHostileSeller,
+  startOtherChainRpc,
 } from "../helpers/hostile-x402-seller.ts";
 import { chainRpc } from "../helpers/payment-faults.ts";
 import { freePort } from "../helpers/service.ts";
@@ -116,25 +115,10 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
   let chain: LocalChain;
   const dirs: string[] = [];
   // The policy's RPC served by another chain: its own id, and it never saw the payer's nonces.
-  let otherChainRpc: string;
-  const otherChain = http.createServer(async (req, res) => {
-    let body = "";
-    for await (const chunk of req) body += chunk;
-    const call = JSON.parse(body) as { id: number; method: string };
-    const reply = (result: string) => res.end(JSON.stringify({ jsonrpc: "2.0", id: call.id, result }));
-    if (call.method === "eth_chainId") return reply("0x14a34");
-    if (call.method === "eth_call") return reply(`0x${"0".repeat(64)}`);
-    const upstream = await fetch(chain.rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-    });
-    res.end(await upstream.text());
-  });
+  let otherChain: Awaited<ReturnType<typeof startOtherChainRpc>>;
   beforeAll(async () => {
     chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
-    await new Promise<void>((resolve) => otherChain.listen(0, "127.0.0.1", () => resolve()));
-    otherChainRpc = `http://127.0.0.1:${(otherChain.address() as AddressInfo).port}`;
+    otherChain = await startOtherChainRpc(chain.rpcUrl);
     // One clock for the signer, the guard and the seller (Date only: timers and I/O run as usual);
     // the chain's block time is moved with it.
     vi.useFakeTimers({ toFake: ["Date"] });
@@ -145,8 +129,7 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
   }, 120_000);
   afterAll(async () => {
     vi.useRealTimers();
-    otherChain.closeAllConnections();
-    await new Promise((resolve) => otherChain.close(resolve));
+    await otherChain?.close();
     await chain?.stop();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -170,7 +153,7 @@ describe("paid work kit guard: model-based, against a generated hostile seller o
           maxPaymentsPerMinute: 6,
           blockedPayees: [BLOCKED],
           timeZone,
-          rpc: { "eip155:8453": rpc === "own chain" ? chain.rpcUrl : otherChainRpc },
+          rpc: { "eip155:8453": rpc === "own chain" ? chain.rpcUrl : otherChain.url },
         };
         if (rpc === "another chain") seen.otherChain++;
         let fork: { id: string; block: bigint } | undefined;
