@@ -21,10 +21,12 @@ import type { Config } from "./config.ts";
 import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./http/connection-limits.ts";
 import { type HealthListener, startHealthListener } from "./http/health-listener.ts";
 import { x402HttpAnswers } from "./http/x402-answers.ts";
+import type { Job } from "./jobs/queue.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
 import { Metrics } from "./metrics.ts";
 import { createPaymentBackend, type PaymentBackend } from "./payments/facilitator/facilitator.ts";
 import { PaymentGate } from "./payments/resource-server/gate.ts";
+import { whyHeldPaymentUnpayable } from "./payments/resource-server/held-payment-precheck.ts";
 import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
@@ -350,6 +352,8 @@ async function describeOperations(
 interface Payments {
   gate: PaymentGate;
   heldPayments?: HeldPaymentSettler;
+  /** Why a held job's payment can no longer settle, checked before the job runs. */
+  whyUnpayable?: (job: Job) => Promise<string | undefined>;
 }
 
 /** The payment gate, and what resolves payments without their client: the recovery sweeper, the held-payment settler. */
@@ -396,20 +400,26 @@ function startPayments(
   }
   // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
   if (!authorizations || !operations.some(holdsPayment)) return { gate };
+  const heldLog = log.child({ component: "held-payments" });
   const heldPayments = new HeldPaymentSettler({
     answers: x402HttpAnswers,
     store,
     resourceServer,
     metrics,
     authorizations,
-    ...(chainRpc ? { balances: createTokenBalances(chainRpc) } : {}),
-    log: log.child({ component: "held-payments" }),
+    log: heldLog,
     settlementTimeoutMs: config.payment.settlementTimeoutMs,
     now: clock,
   });
   heldPayments.start();
   shutdown.push("held payments", () => heldPayments.stop());
-  return { gate, heldPayments };
+  const precheck = {
+    store,
+    authorizations,
+    log: heldLog,
+    ...(chainRpc ? { balances: createTokenBalances(chainRpc) } : {}),
+  };
+  return { gate, heldPayments, whyUnpayable: (job) => whyHeldPaymentUnpayable(precheck, job) };
 }
 
 /** `serve` runs a worker of its own unless told not to, when an asynchronous operation is served. */
@@ -421,7 +431,7 @@ async function startInProcessWorker(
   payments: Payments,
 ): Promise<void> {
   if (!config.jobs.inProcessWorker || !operations.some((operation) => operation.kind === "async")) return;
-  const { heldPayments } = payments;
+  const { heldPayments, whyUnpayable } = payments;
   const worker = createWorker(
     config,
     store.jobs,
@@ -429,7 +439,7 @@ async function startInProcessWorker(
     log,
     clock,
     () => heldPayments?.wake(),
-    heldPayments ? (job) => heldPayments.whyUnpayable(job) : undefined,
+    whyUnpayable,
   );
   // Pushed before it starts: a start that fails halfway (liveness reported, no loop yet) is stopped too.
   shutdown.push("job worker", (graceMs) => worker.stop(graceMs));

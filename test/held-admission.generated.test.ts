@@ -4,10 +4,9 @@ import path from "node:path";
 import fc from "fast-check";
 import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
-import { x402HttpAnswers } from "../src/http/x402-answers.ts";
 import { JobWorker } from "../src/jobs/worker.ts";
-import { Metrics } from "../src/metrics.ts";
-import { HeldPaymentSettler } from "../src/payments/resource-server/held-payment-settler.ts";
+import { whyHeldPaymentUnpayable } from "../src/payments/resource-server/held-payment-precheck.ts";
+import type { AuthorizationChecker } from "../src/payments/settler/authorization-state.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { Store } from "../src/store/store.ts";
@@ -300,19 +299,10 @@ for (const engine of [sqlite, postgres]) {
       const store = await ledger.open();
       const chain = new ModelChain();
       const { gate, brief } = heldGate({ store, chain, maxHeldPerPayer: CAP });
-      const settler = new HeldPaymentSettler({
-        store,
-        resourceServer: chain.resourceServer(),
-        metrics: new Metrics(),
-        answers: x402HttpAnswers,
-        log: pino({ level: "silent" }),
-        authorizations: {
-          check: async ({ payer, nonce }) =>
-            chain.isUsed(payer, nonce) ? { state: "consumed" } : { state: "unused" },
-        },
-        balances: { balanceOf: async (_asset, holder) => chain.balance(holder) },
-        settlementTimeoutMs: 1000,
-      });
+      const authorizations: AuthorizationChecker = {
+        check: async ({ payer, nonce }) =>
+          chain.isUsed(payer, nonce) ? { state: "consumed" } : { state: "unused" },
+      };
       const ran: string[] = [];
       const worker = new JobWorker({
         queue: store.jobs,
@@ -330,7 +320,16 @@ for (const engine of [sqlite, postgres]) {
         concurrency: 2,
         retentionMs: 86_400_000,
         pollMs: 20,
-        whyUnpayable: (job) => settler.whyUnpayable(job),
+        whyUnpayable: (job) =>
+          whyHeldPaymentUnpayable(
+            {
+              store,
+              authorizations,
+              balances: { balanceOf: async (_asset, holder) => chain.balance(holder) },
+              log: pino({ level: "silent" }),
+            },
+            job,
+          ),
       });
       try {
         const [a, b] = [payerAddress(21), payerAddress(22)];

@@ -4,7 +4,6 @@ import type { Job } from "../../jobs/queue.ts";
 import type { Metrics } from "../../metrics.ts";
 import type { PaymentCompletion, PaymentRecord, Store } from "../../store/store.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
-import type { TokenBalances } from "../settler/token-balances.ts";
 import { countFinalState } from "./final-state-metrics.ts";
 import { deadlinePassed, jobDeadline, paymentRefused, SETTLE_MARGIN_MS, settleHeld } from "./job-payment.ts";
 import type { KeptAnswers } from "./paid-request.ts";
@@ -29,8 +28,6 @@ export interface HeldPaymentSettlerOptions {
    * was refused. Required: a held payment is never decided without it (RPC_URL in facilitator mode).
    */
   authorizations: AuthorizationChecker;
-  /** The payers' balances, read before a held job runs; absent: only the authorization is checked. */
-  balances?: TokenBalances;
   /** How long one settlement may wait for its receipt. */
   settlementTimeoutMs: number;
   now?: () => number;
@@ -63,43 +60,6 @@ export class HeldPaymentSettler {
 
   start(): void {
     this.loop.start();
-  }
-
-  /**
-   * Checked before a worker runs a job: why its held payment can no longer settle (its authorization was
-   * used elsewhere or cancelled, or the payer's balance no longer covers it), or undefined when it still
-   * can. A job that could never be paid is not run (issue 33: two wallets passing the same funds between
-   * them). The chain unreachable: undefined, since settlement verifies again and charges nothing unpayable.
-   */
-  async whyUnpayable(job: Job): Promise<string | undefined> {
-    if (!job.paymentKey) return undefined;
-    const record = await this.options.store.getPayment(job.paymentKey);
-    if (record?.state !== "held" || !record.held) return undefined;
-    const { requirements } = record.held;
-    const asset = requirements.asset as `0x${string}`;
-    const payer = record.payer as `0x${string}`;
-    try {
-      const onChain = await this.options.authorizations.check({
-        asset,
-        payer,
-        nonce: record.nonce as `0x${string}`,
-        payTo: requirements.payTo as `0x${string}`,
-        amount: BigInt(requirements.amount),
-      });
-      if (onChain.state === "consumed")
-        return "the payment authorization was cancelled or spent on another transfer";
-      if (onChain.state === "paid" || !this.options.balances) return undefined;
-      const balance = await this.options.balances.balanceOf(asset, payer);
-      return balance < BigInt(requirements.amount)
-        ? "the payer's balance no longer covers the payment"
-        : undefined;
-    } catch (error) {
-      this.options.log.warn(
-        { err: error, paymentKey: record.paymentKey },
-        "cannot check a job's payment before it runs",
-      );
-      return undefined;
-    }
   }
 
   /** Stops looking; resolves once a look in progress has ended. */
