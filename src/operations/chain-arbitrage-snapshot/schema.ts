@@ -160,8 +160,10 @@ export const ChainArbitrageSnapshotResponse = z
     blockTimestamp: z.iso.datetime(),
     blockAgeSeconds: z.int().meta({
       description:
-        "Service clock − blockTimestamp when it quoted (a lagging RPC serves an old `latest`). Above " +
-        "ARBITRAGE_BLOCK_WARN_AGE_SECONDS it is a warning; above ARBITRAGE_BLOCK_MAX_AGE_SECONDS a 502.",
+        "Service clock − blockTimestamp when it quoted (a lagging RPC serves an old `latest`); in local " +
+        "mode the local chain's latest block timestamp − blockTimestamp, as that chain mines on demand. " +
+        "Above ARBITRAGE_BLOCK_WARN_AGE_SECONDS it is a warning; for `latest`, above " +
+        "ARBITRAGE_BLOCK_MAX_AGE_SECONDS a 502.",
     }),
     execution: z.enum(EXECUTIONS),
     pair: z.object({ usdc: address, weth: address }),
