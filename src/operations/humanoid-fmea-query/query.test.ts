@@ -218,7 +218,7 @@ describe("ranking", () => {
 describe("every answer", () => {
   it("names the catalogue version and, per item, both priority schemes with initial and residual ratings", () => {
     for (const body of [{}, { text: "fall" }, { subsystem: "power", offset: 90 }]) {
-      expect(run(body).catalogueVersion).toBe("2.2.0");
+      expect(run(body).catalogueVersion).toBe("2.3.0");
     }
     const item = run({ ids: ["HFM-BAL-07"] }).items[0];
     expect(item).toMatchObject({
@@ -299,10 +299,9 @@ describe("FMEA-MSR beside the design FMEA", () => {
       expect(item.operationalRating, item.id).toBe(
         item.msr && item.msr.monitoring < 10 ? "FMEA-MSR" : "DFMEA",
       );
-      // D still credits the monitor that M rates again: every answer says so (review 2.1.0, point 5).
-      expect(item.detectionBasis, item.id).toBe(
-        item.msr ? "provisional-credits-run-time-monitor" : "design-verification",
-      );
+      // Since 2.3.0 D rests on the pre-release verification alone, monitored or not; M rates the monitor.
+      expect(item.detectionBasis, item.id).toBe("design-verification");
+      expect(item.designVerification, item.id).toBeDefined();
     }
     const monitored = run({ ids: ["HFM-BAL-07"] }).items[0];
     expect(monitored).toMatchObject({
