@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
-import { actionPriority, aiagVdaActionPriority } from "./action-priority.ts";
+import { AIAG_VDA_SCHEME, actionPriority, aiagVdaActionPriority, PRIORITY_RULE } from "./action-priority.ts";
 import {
   CATALOGUE_URL,
   type CatalogueFile,
@@ -333,6 +333,20 @@ describe("FMEA-MSR: run-time monitors rated on the AIAG-VDA FMEA-MSR factors (S,
         msr.actionPriority = msr.actionPriority === "L" ? "H" : "L";
       }),
     ).toMatch(/msr\/actionPriority/);
+  });
+
+  it("names the rule of every priority in the file: FMEA-MSR's is ours, never the handbook's", () => {
+    expect(catalogue.priorityRules).toEqual({
+      actionPriority: PRIORITY_RULE,
+      actionPriorityAiagVda2019: AIAG_VDA_SCHEME,
+      msrActionPriority: PRIORITY_RULE,
+    });
+    const file = copy();
+    (file.priorityRules as Record<string, string>).msrActionPriority = "AIAG-VDA FMEA-MSR";
+    expect(issues(file).join("\n")).toMatch(/priorityRules\/msrActionPriority/);
+    const unnamed = copy() as Partial<CatalogueFile>;
+    delete unnamed.priorityRules;
+    expect(issues(unnamed).join("\n")).toMatch(/priorityRules/);
   });
 });
 
