@@ -75,7 +75,12 @@ function searchableFields(entry: FmeaEntry, functions: ReadonlyMap<string, Safet
     { text: entry.preventionControls.join(" "), weight: 1 },
     { text: entry.detectionControls.join(" "), weight: 1 },
     {
-      text: entry.msr ? `${entry.msr.systemResponse} ${entry.msr.effectAfterResponse ?? ""}` : "",
+      // The effect after a response is a harm still to find only where the response comes too late
+      // (M 10); elsewhere it mostly names harms averted ("does not fall"), which would match searches
+      // for those harms.
+      text: entry.msr
+        ? `${entry.msr.systemResponse} ${entry.msr.monitoring === 10 ? entry.msr.effectAfterResponse : ""}`
+        : "",
       weight: 1,
     },
     { text: `${entry.verificationTest.method} ${entry.verificationTest.acceptanceCriteria}`, weight: 1 },
