@@ -28,7 +28,7 @@ describe("humanoid-fmea-query on the local chain", () => {
     );
     expect(response.status).toBe(200);
     const body = await response.json();
-    expect(body.catalogueVersion).toBe("2.2.0");
+    expect(body.catalogueVersion).toBe("2.3.0");
     expect(body.count).toBe(2);
     expect(body.items[0]).toMatchObject({
       id: "HFM-SAF-02",
