@@ -272,9 +272,10 @@ function addFreeRoutes(app: App, { freeRoutes }: AppServices): void {
 function addPaidRoutes(app: App, services: AppServices): void {
   const { operations, termsById, gate, log } = services;
   const now = services.now ?? (() => new Date());
+  const testChain = services.documents.catalog.payment.testChain;
   for (const operation of operations) {
     const terms = termsById.get(operation.id) as PaymentTerms;
-    const paid = paidRoute({ gate, operation, terms, log, now });
+    const paid = paidRoute({ gate, operation, terms, log, now, testChain });
     app.on(operation.method, honoPath(operation.path), async (c: Context<Env>) => {
       const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
       // A body that is present is read and checked first (an invalid one is a 400 before any 402); an

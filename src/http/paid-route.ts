@@ -48,16 +48,18 @@ export function paidRoute(options: {
   terms: PaymentTerms;
   log: Logger;
   now: () => Date;
+  /** The service settles on its local test chain (the paywall page warns people). */
+  testChain: boolean;
 }): (
   c: Context<{ Variables: RequestVariables }>,
   input: unknown,
   handler: StartedOperation<unknown, unknown>,
 ) => Promise<Response> {
-  const { gate, operation, terms, log, now } = options;
+  const { gate, operation, terms, log, now, testChain } = options;
   // The 402 of a call without payment is the same bytes every time: encoded once.
   const unpaid = unpaidAnswer(terms);
   // A person's browser opening a paid GET (a download, the tender shortlist) gets a page to pay from instead.
-  const page = operation.method === "GET" ? paywallPage(operation, terms) : undefined;
+  const page = operation.method === "GET" ? paywallPage(operation, terms, { testChain }) : undefined;
   return async (c, input, handler) => {
     const v2Header = c.req.header(PAYMENT_SIGNATURE_HEADER);
     const v1Header = v2Header ? undefined : c.req.header(X_PAYMENT_HEADER);

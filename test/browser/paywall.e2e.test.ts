@@ -176,6 +176,8 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
     expect(await page.locator("h1").textContent()).toContain("CSV/JSON");
     expect(await page.locator("#price").textContent()).toBe("$9.00 USDC");
     expect(await page.locator("#pay").textContent()).toBe("Pay $9.00");
+    // The test service runs on its local test chain: the page warns people off real wallets.
+    expect(await page.locator("#test-chain").textContent()).toContain("Pay only from a test wallet");
     await screenshot(PRODUCT);
     expect(browserLog.filter((line) => /Content Security Policy|pageerror/.test(line))).toEqual([]);
     expect(elsewhere).toEqual([]);

@@ -77,7 +77,7 @@ describe("paywallPage", () => {
     fc.assert(
       fc.property(hostile, hostile, (summary, description) => {
         const terms = termsWith(description);
-        const page = paywallPage(operationWith(summary, description), terms);
+        const page = paywallPage(operationWith(summary, description), terms, { testChain: false });
         const { document } = parseHTML(page.body as string);
         const scripts = [...document.querySelectorAll("script")];
         // The data block and the served module, nothing a string could have added.
@@ -87,7 +87,14 @@ describe("paywallPage", () => {
         expect(data).toEqual({ paymentRequired: terms.paymentRequired, priceUsd: "9.00" });
         expect(document.querySelector("h1")?.textContent).toBe(summary);
         expect(document.querySelector(".description")?.textContent).toBe(description);
+        expect(document.querySelector("#test-chain")).toBeNull();
       }),
     );
+  });
+
+  it("warns people off real wallets when the service runs on its local test chain", () => {
+    const page = paywallPage(operationWith("a kit", "its files"), termsWith("x"), { testChain: true });
+    const { document } = parseHTML(page.body as string);
+    expect(document.querySelector("#test-chain")?.textContent).toMatch(/Pay only from a test wallet/);
   });
 });

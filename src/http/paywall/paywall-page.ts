@@ -51,6 +51,16 @@ const jsonInHtml = (value: unknown) =>
     (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
 
+/**
+ * Local mode settles on a test chain that reports Base's chain id, with USDC at Base's address: an
+ * authorization a real wallet signed here would be just as valid on Base, paying real USDC to a dev
+ * account whose key is public. The page says so before anyone connects a wallet.
+ */
+const TEST_CHAIN_WARNING =
+  '<p class="test-chain" id="test-chain" role="alert">Local test chain: this service settles test USDC on a ' +
+  "chain that reports Base's chain id. Pay only from a test wallet: a payment signed here with a real " +
+  "wallet is also valid on Base, and would pay a development account whose key is public.</p>\n";
+
 /** The names people know the networks by (CAIP-2 ids otherwise). */
 const NETWORK_NAMES: Record<string, string> = { "eip155:8453": "Base", "eip155:84532": "Base Sepolia" };
 const networkName = (network: string) =>
@@ -67,9 +77,14 @@ export interface PaywallData {
  * The 402 a browser gets on a paid GET: a page saying what the resource is, its price and where the money
  * goes, with a button that pays from the browser's wallet (./paywall-client.browser.ts). It carries the
  * same PAYMENT-REQUIRED header as the agents' 402, so an x402 client that reaches it with a browser's
- * Accept still finds its terms. Built once per route: it never changes per request.
+ * Accept still finds its terms. Built once per route: it never changes per request. `testChain`: the
+ * service runs on its local test chain (a warning heads the page).
  */
-export function paywallPage(operation: AnyOperation, terms: PaymentTerms): StoredOutcome {
+export function paywallPage(
+  operation: AnyOperation,
+  terms: PaymentTerms,
+  options: { testChain: boolean },
+): StoredOutcome {
   const { amount, asset, network, payTo } = terms.requirements;
   const data: PaywallData = { paymentRequired: terms.paymentRequired, priceUsd: operation.priceUsd };
   const row = (label: string, value: string, id?: string) =>
@@ -86,7 +101,7 @@ export function paywallPage(operation: AnyOperation, terms: PaymentTerms): Store
 </head>
 <body>
 <main>
-<p class="status-code">402 Payment Required</p>
+${options.testChain ? TEST_CHAIN_WARNING : ""}<p class="status-code">402 Payment Required</p>
 <h1>${escapeHtml(operation.summary)}</h1>
 <p class="description">${escapeHtml(operation.description)}</p>
 <dl>
