@@ -11,6 +11,7 @@ import { PAYMENT_REQUIRED_HEADER } from "../../src/payments/headers.ts";
 import { buildProducts } from "../../src/products/build.ts";
 import { products } from "../../src/products/index.ts";
 import type { ReleaseDescriptor } from "../../src/products/release.ts";
+import { fixturePages, startTedStandIn, type TedStandIn } from "../fixtures/ted/stand-in.ts";
 import { chromiumInstalled, launchChromium } from "../helpers/chromium.ts";
 import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 
@@ -20,12 +21,14 @@ import { startTestService, type TestService, usdcBalances } from "../helpers/ser
  * it with a browser wallet. The wallet is an EIP-1193 provider injected into every page before its scripts
  * run; it answers from the local anvil chain, which signs with the payer's dev key (eth_signTypedData_v4).
  * Every request the browser makes must go to the service itself (the page loads nothing from a CDN), and
- * the page must run under its Content-Security-Policy without a violation. CI installs chromium
+ * the page must run under its Content-Security-Policy without a violation. Pays a product (the ZIP saved)
+ * and the tender shortlist's GET (TED a stand-in replaying a recorded search; the shortlist shown). CI installs chromium
  * (.ci/run); without it this test fails there, and skips elsewhere.
  */
 
 const PRODUCT = "csv-json-quality-toolkit";
 const PRODUCT_PRICE = 9_000_000n; // USDC atomic units ($9.00)
+const TENDER_PRICE = 150_000n; // $0.15
 const PAYER = 8;
 /** A browser's own navigation request headers (Chromium sends these; set here so no test depends on its defaults). */
 const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
@@ -34,6 +37,7 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
   let work = ""; // made in beforeAll: a skipped suite runs its body but not its hooks
   const payerAddress = devAccount(PAYER).address;
   let service: TestService | undefined;
+  let ted: TedStandIn | undefined;
   let browser: BrowserContext | undefined;
   let page: Page;
   let descriptor: ReleaseDescriptor;
@@ -85,9 +89,15 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
     descriptor = outcome.descriptor;
     const product = products.find((operation) => operation.path === `/v1/products/${PRODUCT}`);
     if (!product) throw new Error(`no operation for ${PRODUCT}`);
+    // TED answers with a recorded search, its dates moved to a clock frozen near now (as the tender tests do).
+    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const pages = fixturePages("search-response-03.json", now);
+    ted = await startTedStandIn((request) => ({
+      body: pages[(request.page as number) - 1] ?? { ...pages[0], notices: [] },
+    }));
     service = await startTestService(
-      { RELEASES_DIR: releasesDir },
-      { operations: [product, tenderShortlistGet] },
+      { RELEASES_DIR: releasesDir, TED_API_URL: ted.url },
+      { operations: [product, tenderShortlistGet], clock: () => now.getTime() },
     );
     balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
     const origin = new URL(service.url).origin;
@@ -120,6 +130,7 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
   afterAll(async () => {
     await browser?.close();
     await service?.stop();
+    await ted?.close();
     if (work) fs.rmSync(work, { recursive: true, force: true });
   });
 
@@ -239,17 +250,33 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
     expect(elsewhere, browserLog.join("\n")).toEqual([]);
   });
 
-  it("the tender shortlist's GET has its page too, at $0.15", async () => {
+  it("the tender shortlist's GET has its page too: paid from it at $0.15, the shortlist shown", async () => {
     const running = service as TestService;
-    const url = `${running.url}/v1/tender-shortlist?query=software&countries=DEU`;
+    const url = `${running.url}/v1/tender-shortlist?query=kentico&countries=AUT,DEU&cpvCodes=72,48&maxResults=5`;
     const navigation = await page.goto(url);
     expect(navigation?.status()).toBe(402);
     await expect.poll(() => page.locator("#connect").isEnabled(), { timeout: 30_000 }).toBe(true);
     expect(await page.locator("h1").textContent()).toBe(tenderShortlistGet.summary);
     expect(await page.locator("#price").textContent()).toBe("$0.15 USDC");
     await screenshot("tender-shortlist");
-    const agent = await agent402(url);
-    expect(agent.headers.get("content-type")).toBe("application/problem+json");
+    const [first, ...others] = await agentAnswers(url);
+    expect(first?.headers["content-type"]).toBe("application/problem+json");
+    for (const other of others) expect(other).toEqual(first);
+
+    const payerBefore = await balanceOf(payerAddress);
+    await page.locator("#connect").click();
+    await expect.poll(() => page.locator("#pay").isEnabled(), { timeout: 30_000 }).toBe(true);
+    await page.locator("#pay").click();
+    await expect
+      .poll(() => page.locator("#status").textContent(), { timeout: 60_000 })
+      .toMatch(/^Paid \(transaction 0x[0-9a-f]{64}\)\.$/);
+    // The GET was paid for with its own query: the shortlist is the one asked for.
+    const shortlist = JSON.parse((await page.locator("#result-json").textContent()) as string);
+    expect(shortlist.query).toContain('FT~"kentico" AND buyer-country IN (AUT DEU)');
+    expect(shortlist.tenders.length).toBe(shortlist.count);
+    expect(shortlist.count).toBeGreaterThan(0);
+    await screenshot("tender-shortlist-paid");
+    expect(await balanceOf(payerAddress)).toBe(payerBefore - TENDER_PRICE);
     expect(browserLog.filter((line) => /Content Security Policy|pageerror/.test(line))).toEqual([]);
     expect(elsewhere).toEqual([]);
   });
