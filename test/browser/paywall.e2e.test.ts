@@ -57,7 +57,8 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
   /** The injected wallet's backend: the dev account's anvil, as a browser wallet answers a page. */
   async function walletRequest(method: string, params: unknown[]): Promise<unknown> {
     walletCalls.push(method);
-    if (method === "eth_requestAccounts" || method === "eth_accounts") return [payerAddress];
+    // Lower case, as MetaMask shares accounts: the page must not depend on the checksum form.
+    if (method === "eth_requestAccounts" || method === "eth_accounts") return [payerAddress.toLowerCase()];
     if (method === "eth_signTypedData_v4" && signing === "rejected") {
       throw new Error("User rejected the request.");
     }
