@@ -12,6 +12,8 @@ import { JOB_STATUS_PATH } from "./catalog/registry.ts";
 import type { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { corsPreflight, corsResponseHeaders } from "./http/cors.ts";
 import { paidRoute } from "./http/paid-route.ts";
+import { PAYWALL_STYLE, paywallScript } from "./http/paywall/paywall-assets.ts";
+import { PAYWALL_SCRIPT_PATH, PAYWALL_STYLE_PATH } from "./http/paywall/paywall-page.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import { respond } from "./http/response-headers.ts";
@@ -85,6 +87,8 @@ const FREE_GET_PATHS = [
   `${AGENT_SKILLS_PREFIX}/index.json`,
   LLMS_TXT_PATH,
   FAVICON_PATH,
+  PAYWALL_SCRIPT_PATH,
+  PAYWALL_STYLE_PATH,
   JOB_STATUS_PATH,
 ];
 
@@ -161,6 +165,7 @@ export function buildApp(services: AppServices): App {
   useRequestContext(app, services);
   addProbes(app, services);
   addDocuments(app, services);
+  addPaywallAssets(app);
   addJobStatus(app, services);
   addFreeRoutes(app, services);
   addPaidRoutes(app, services);
@@ -223,6 +228,21 @@ function addDocuments(app: App, { documents, operations, started }: AppServices)
   }
 }
 
+/** The paywall page's script and style (src/http/paywall/): the page loads nothing from anywhere else. */
+function addPaywallAssets(app: App): void {
+  const asset = (contentType: string) => ({
+    "content-type": contentType,
+    "cache-control": "public, max-age=300",
+    "x-content-type-options": "nosniff",
+  });
+  app.get(PAYWALL_SCRIPT_PATH, async (c) =>
+    respond(c, await paywallScript(), { status: 200, headers: asset("text/javascript; charset=utf-8") }),
+  );
+  app.get(PAYWALL_STYLE_PATH, (c) =>
+    respond(c, PAYWALL_STYLE, { status: 200, headers: asset("text/css; charset=utf-8") }),
+  );
+}
+
 /** A job's state, result and payment (free: the job was paid for when it was queued). */
 function addJobStatus(app: App, { store, gate }: AppServices): void {
   app.get(honoPath(JOB_STATUS_PATH), async (c) => {
@@ -252,9 +272,10 @@ function addFreeRoutes(app: App, { freeRoutes }: AppServices): void {
 function addPaidRoutes(app: App, services: AppServices): void {
   const { operations, termsById, gate, log } = services;
   const now = services.now ?? (() => new Date());
+  const testChain = services.documents.catalog.payment.testChain;
   for (const operation of operations) {
     const terms = termsById.get(operation.id) as PaymentTerms;
-    const paid = paidRoute({ gate, operation, terms, log, now });
+    const paid = paidRoute({ gate, operation, terms, log, now, testChain });
     app.on(operation.method, honoPath(operation.path), async (c: Context<Env>) => {
       const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
       // A body that is present is read and checked first (an invalid one is a 400 before any 402); an

@@ -20,6 +20,7 @@ import { Problem } from "../problem.ts";
 import { fileResponse } from "../products/download.ts";
 import type { StoredOutcome } from "../store/store.ts";
 import { requestClient } from "./connection-limits.ts";
+import { isBrowserNavigation, paywallPage } from "./paywall/paywall-page.ts";
 import type { RequestVariables } from "./request-context.ts";
 import { respond } from "./response-headers.ts";
 import { decodeV1Payment, paymentRequiredBody, v1Answer } from "./x402-v1.ts";
@@ -47,14 +48,18 @@ export function paidRoute(options: {
   terms: PaymentTerms;
   log: Logger;
   now: () => Date;
+  /** The service settles on its local test chain (the paywall page warns people). */
+  testChain: boolean;
 }): (
   c: Context<{ Variables: RequestVariables }>,
   input: unknown,
   handler: StartedOperation<unknown, unknown>,
 ) => Promise<Response> {
-  const { gate, operation, terms, log, now } = options;
+  const { gate, operation, terms, log, now, testChain } = options;
   // The 402 of a call without payment is the same bytes every time: encoded once.
   const unpaid = unpaidAnswer(terms);
+  // A person's browser opening a paid GET (a download, the tender shortlist) gets a page to pay from instead.
+  const page = operation.method === "GET" ? paywallPage(operation, terms, { testChain }) : undefined;
   return async (c, input, handler) => {
     const v2Header = c.req.header(PAYMENT_SIGNATURE_HEADER);
     const v1Header = v2Header ? undefined : c.req.header(X_PAYMENT_HEADER);
@@ -65,7 +70,8 @@ export function paidRoute(options: {
     // operation without a live worker) is refused before it.
     if (!header) {
       if (handler.admit) await handler.admit();
-      return respond(c, unpaid.body, { status: unpaid.status, headers: unpaid.headers });
+      const answer = page && isBrowserNavigation(c.req.raw) ? page : unpaid;
+      return respond(c, answer.body, { status: answer.status, headers: answer.headers });
     }
     const requestId = c.get("requestId");
     const requestLog = log.child({ requestId, operation: operation.id });
