@@ -109,14 +109,14 @@ const GENERIC_SLUGS: Record<PoolProblem, ProblemType> = {
 const RETRY_AFTER: Partial<Record<PoolProblem, string>> = { busy: "2", unavailable: "5" };
 
 /**
- * Tests only: every pool created while this is above 1 gets its deadlines (time limit, queue wait, start)
- * multiplied by it. Several test files at once on a small machine starve the workers (they run below the
- * event loop's priority) far beyond what the limits are meant for on a served machine, and an end-to-end
- * test of an operation asserts its answer, not its limits (pool.test.ts asserts those, with its own).
+ * Tests only: the service's own deadlines (`serviceDeadlines`) are multiplied by this while it is above 1.
+ * Several test files at once on a small machine starve the workers (they run below the event loop's
+ * priority) far beyond what the limits are meant for on a served machine, and an end-to-end test of an
+ * operation asserts its answer, not its limits (pool.test.ts asserts those, with limits of its own).
  */
 let deadlineStretch = 1;
 
-/** Stretches the deadlines of the pools created from now on (tests only); returns the undo. */
+/** Stretches the service's deadlines of the pools created from now on (tests only); returns the undo. */
 export function stretchWorkerPoolDeadlines(factor: number): () => void {
   const before = deadlineStretch;
   deadlineStretch = factor;
@@ -125,15 +125,16 @@ export function stretchWorkerPoolDeadlines(factor: number): () => void {
   };
 }
 
-const stretched = (options: WorkerPoolOptions): WorkerPoolOptions =>
-  deadlineStretch === 1
-    ? options
-    : {
-        ...options,
-        timeLimitMs: options.timeLimitMs * deadlineStretch,
-        queueTimeoutMs: options.queueTimeoutMs * deadlineStretch,
-        startTimeoutMs: options.startTimeoutMs * deadlineStretch,
-      };
+type Deadlines = Pick<WorkerPoolOptions, "timeLimitMs" | "queueTimeoutMs" | "startTimeoutMs">;
+
+/** A pool's default deadlines, read when the pool is created (stretched in tests: stretchWorkerPoolDeadlines). */
+export function serviceDeadlines(deadlines: Deadlines): Deadlines {
+  return {
+    timeLimitMs: deadlines.timeLimitMs * deadlineStretch,
+    queueTimeoutMs: deadlines.queueTimeoutMs * deadlineStretch,
+    startTimeoutMs: deadlines.startTimeoutMs * deadlineStretch,
+  };
+}
 
 /** Defaults: at most half the CPUs (at least one), the rest stay free for the event loop and settlement. */
 export const defaultPoolSize = () => Math.max(1, Math.min(4, Math.floor(os.availableParallelism() / 2)));
@@ -180,14 +181,10 @@ export class WorkerPool<T, R> {
   /** Workers started over the pool's life (a test of reuse). */
   startedWorkers = 0;
 
-  readonly options: WorkerPoolOptions;
-
   constructor(
-    options: WorkerPoolOptions,
+    readonly options: WorkerPoolOptions,
     private readonly variant: WorkerPoolVariant = {},
-  ) {
-    this.options = stretched(options);
-  }
+  ) {}
 
   private problem(kind: PoolProblem, detail: string) {
     const slug = this.variant.slugs?.[kind] ?? GENERIC_SLUGS[kind];

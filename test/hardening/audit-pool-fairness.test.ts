@@ -71,7 +71,7 @@ const trivialContract: ContractDocument = {
 
 const pools: AuditPool[] = [];
 const pool = (options: Partial<AuditPoolOptions> = {}) => {
-  const created = withTestDeadlines(options, () => new AuditPool(options));
+  const created = withTestDeadlines(() => new AuditPool(options));
   pools.push(created);
   return created;
 };

@@ -229,7 +229,7 @@ describe("openapi-audit reads nothing but the contract", () => {
   });
 
   it("in the worker pool: zero connections and the FIFO never opened", async () => {
-    const pool = withTestDeadlines({}, () => new AuditPool({ size: 1 }));
+    const pool = withTestDeadlines(() => new AuditPool({ size: 1 }));
     try {
       const { contract, external } = contractFullOfRefs();
       const before = connections;

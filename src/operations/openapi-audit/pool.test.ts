@@ -13,7 +13,7 @@ const BROKEN_WORKER = new URL("../../../test/helpers/audit-workers/broken-worker
 
 const pools: AuditPool[] = [];
 const pool = (options: Partial<AuditPoolOptions> = {}) => {
-  const created = withTestDeadlines(options, () => new AuditPool(options));
+  const created = withTestDeadlines(() => new AuditPool(options));
   pools.push(created);
   return created;
 };
@@ -72,7 +72,7 @@ describe("AuditPool with the real audit worker", () => {
   });
 
   it("runs the operation's handler through the shared pool", async () => {
-    withTestDeadlines({}, sharedAuditPool);
+    withTestDeadlines(sharedAuditPool);
     try {
       const input = OpenApiAuditRequest.parse(openapiAudit.example.input);
       expect(await runAudit(input)).toEqual(openapiAudit.example.output);
