@@ -8,6 +8,7 @@ import { BASE_USDC_ADDRESS, type Config, loadConfig } from "../../src/config.ts"
 import { createLogger } from "../../src/log.ts";
 import { type RunningService, startService } from "../../src/serve.ts";
 import { StartupError } from "../../src/startup-error.ts";
+import { stretchPoolDeadlinesForTests } from "./pool-deadlines.ts";
 import { createTestDatabase } from "./postgres.ts";
 
 export async function freePort(): Promise<number> {
@@ -35,6 +36,7 @@ export async function startTestService(
   env: Record<string, string> = {},
   options: TestServiceOptions = {},
 ): Promise<TestService> {
+  stretchPoolDeadlinesForTests();
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnFreePorts(env, options);
