@@ -20,6 +20,10 @@ import type { AddressInfo } from "node:net";
  * Every request is recorded (path, query, User-Agent, arrival and answer times) so tests can check
  * the access rules: one request at a time per host, the User-Agent, Crossref's mailto. Each answer
  * waits `delayMs` first, so requests that overlapped would show.
+ *
+ * `hold()` makes both servers keep their answers, as a stalled upstream does, until it is released:
+ * the research jobs that reach them stay running, so a test can keep every worker busy (and the jobs
+ * queued behind them unclaimed) without a switch in the service.
  */
 
 const FIXTURES = new URL("../fixtures/research/", import.meta.url);
@@ -81,6 +85,10 @@ export interface SourceStandIns {
   delayMs: number;
   /** The next N Crossref requests are answered 503. */
   failCrossref: number;
+  /** Keeps every answer from now on until the returned function is called (then all are sent). */
+  hold(): () => void;
+  /** How many requests are waiting on a hold now. */
+  readonly waiting: number;
   stop(): Promise<void>;
 }
 
@@ -91,7 +99,13 @@ async function listen(handler: http.RequestListener): Promise<{ server: http.Ser
 }
 
 export async function startSourceStandIns(): Promise<SourceStandIns> {
-  const state = { requests: [] as RecordedRequest[], delayMs: 15, failCrossref: 0 };
+  const state = {
+    requests: [] as RecordedRequest[],
+    delayMs: 15,
+    failCrossref: 0,
+    held: undefined as Promise<void> | undefined,
+    waiting: 0,
+  };
 
   const serve =
     (
@@ -102,17 +116,26 @@ export async function startSourceStandIns(): Promise<SourceStandIns> {
       const arrivedAt = performance.now();
       const url = new URL(request.url ?? "/", "http://127.0.0.1");
       const answer = route(url);
-      setTimeout(() => {
-        state.requests.push({
-          server,
-          path: url.pathname,
-          query: Object.fromEntries(url.searchParams),
-          userAgent: request.headers["user-agent"] ?? "",
-          arrivedAt,
-          answeredAt: performance.now(),
+      const held = state.held;
+      if (held) state.waiting++;
+      const send = () =>
+        setTimeout(() => {
+          state.requests.push({
+            server,
+            path: url.pathname,
+            query: Object.fromEntries(url.searchParams),
+            userAgent: request.headers["user-agent"] ?? "",
+            arrivedAt,
+            answeredAt: performance.now(),
+          });
+          response.writeHead(answer.status, { "content-type": answer.type }).end(answer.body);
+        }, state.delayMs);
+      if (!held) send();
+      else
+        void held.then(() => {
+          state.waiting--;
+          send();
         });
-        response.writeHead(answer.status, { "content-type": answer.type }).end(answer.body);
-      }, state.delayMs);
     };
 
   const json = (body: string) => ({ status: 200, type: "application/json; charset=utf-8", body });
@@ -164,6 +187,20 @@ export async function startSourceStandIns(): Promise<SourceStandIns> {
     },
     set failCrossref(value: number) {
       state.failCrossref = value;
+    },
+    hold() {
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      state.held = held;
+      return () => {
+        if (state.held === held) state.held = undefined;
+        release();
+      };
+    },
+    get waiting() {
+      return state.waiting;
     },
     async stop() {
       for (const { server } of [wikipedia, crossref]) {
