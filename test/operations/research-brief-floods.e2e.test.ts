@@ -1,15 +1,14 @@
-import { createWalletClient, http, parseAbi } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { fundLocalAccounts } from "../../src/chain/local-chain.ts";
 import { createPayer, type Payer } from "../../src/client/paying-fetch.ts";
-import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { openStore } from "../../src/store/open-store.ts";
+import { fireAtOnce, pollUntilFinished } from "../helpers/floods.ts";
 import { paymentKeyOf } from "../helpers/payment-faults.ts";
 import { until } from "../helpers/processes.ts";
-import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+import { startTestService, type TestService, usdcBalances, usdcSender } from "../helpers/service.ts";
 import { type SourceStandIns, startSourceStandIns } from "./research-sources-standins.ts";
 
 /**
@@ -26,16 +25,6 @@ const PRICE = 5_000_000n;
 const CAP = 3;
 const WORKERS = 2;
 const QUESTION = "What is the Python programming language used for in ecological research?";
-const ERC20 = parseAbi(["function transfer(address to, uint256 amount) returns (bool)"]);
-
-async function pollUntilFinished(statusUrl: string) {
-  for (let i = 0; i < 1200; i++) {
-    const body = await (await fetch(statusUrl)).json();
-    if (body.status === "succeeded" || body.status === "failed") return body;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${statusUrl} did not finish`);
-}
 
 describe("floods of held research payments", () => {
   let standIns: SourceStandIns;
@@ -70,46 +59,15 @@ describe("floods of held research payments", () => {
     const key = generatePrivateKey();
     const payer = createPayer(key);
     await fundLocalAccounts(rpcUrl, [{ address: payer.address, usdc, ether: 10n ** 18n }]);
-    const client = createWalletClient({ account: privateKeyToAccount(key), transport: http(rpcUrl) });
-    const send = async (to: `0x${string}`, amount: bigint) => {
-      const hash = await client.writeContract({
-        chain: null,
-        address: BASE_USDC_ADDRESS,
-        abi: ERC20,
-        functionName: "transfer",
-        args: [to, amount],
-      });
-      await until("the transfer to be mined", async () => {
-        const receipt = await fetch(
-          rpcUrl,
-          jsonPost({ jsonrpc: "2.0", id: 1, method: "eth_getTransactionReceipt", params: [hash] }),
-        ).then((response) => response.json());
-        if (!receipt.result) return undefined;
-        if (receipt.result.status !== "0x1") throw new Error(`transfer ${hash} reverted`);
-        return true;
-      });
-    };
+    const send = usdcSender(rpcUrl, key);
     return Object.assign(payer, { send });
   }
 
-  /** `count` payments signed by `payer` (each its own nonce), sent at once; the answers with their payments. */
-  async function flood(payer: Payer, count: number) {
-    const terms = await fetch(url, jsonPost(request));
-    const payments: Record<string, string>[] = [];
-    for (let i = 0; i < count; i++) payments.push(await payer.signPayment(terms.clone()));
-    const responses = await Promise.all(payments.map((payment) => fetch(url, jsonPost(request, payment))));
-    return Promise.all(
-      responses.map(async (response, i) => ({
-        status: response.status,
-        contentType: response.headers.get("content-type"),
-        body: await response.json(),
-        payment: payments[i] as Record<string, string>,
-      })),
-    );
-  }
+  const flood = (payer: Payer, count: number) => fireAtOnce(url, request, payer, count);
+  type Answers = Awaited<ReturnType<typeof flood>>;
 
   /** Waits for every accepted job; returns how many were delivered. */
-  async function finish(answers: Awaited<ReturnType<typeof flood>>) {
+  async function finish(answers: Answers) {
     const jobs = await Promise.all(
       answers.filter((a) => a.status === 202).map((a) => pollUntilFinished(a.body.statusUrl)),
     );
