@@ -4,8 +4,8 @@
  * (the same service, before any flood). Goal: after a flood ≤ 3× quiet (p50).
  *
  * The flood is the issue's attack: two fresh wallets passing the same 5 USDC between them on chain, 30
- * briefs fired at once from the first, the 5 USDC transferred to the second, 30 fired from it; the customer's
- * brief is sent as soon as the second flood is answered. Keyless briefs (Wikipedia and Crossref stand-ins
+ * briefs fired at once from the first, the 5 USDC transferred to the second while they are answered, 30
+ * fired from the second; the customer's brief is sent as soon as the second flood is answered. Keyless briefs (Wikipedia and Crossref stand-ins
  * replaying recorded answers), on the local chain, 2 workers, a cap of 3 held briefs per payer.
  */
 import { generatePrivateKey } from "viem/accounts";
@@ -14,7 +14,7 @@ import { fundLocalAccounts } from "../src/chain/local-chain.ts";
 import { createPayer, type Payer } from "../src/client/paying-fetch.ts";
 import { researchBrief } from "../src/operations/research-brief/index.ts";
 import { fireAtOnce, pollUntilFinished } from "../test/helpers/floods.ts";
-import { jsonPost, startTestService, usdcSender } from "../test/helpers/service.ts";
+import { jsonPost, startTestService, usdcBalances, usdcSender } from "../test/helpers/service.ts";
 import { startSourceStandIns } from "../test/operations/research-sources-standins.ts";
 import { type BenchRow, report } from "./lib.ts";
 
@@ -46,6 +46,7 @@ try {
   const url = `${service.url}/v1/research-brief`;
   const rpcUrl = service.localChain?.rpcUrl as string;
   const customer = createPayer(devPrivateKey(4));
+  const balanceOf = usdcBalances(rpcUrl);
 
   /** Milliseconds from sending the customer's paid brief to seeing it delivered and its payment settled. */
   async function customerBrief(): Promise<number> {
@@ -74,9 +75,11 @@ try {
   const accepted: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const [first, second] = [await wallet(PRICE), await wallet(0n)];
-    const answers = await fireAtOnce(url, request, first, FLOOD);
-    await first.send(second.address, PRICE);
-    answers.push(...(await fireAtOnce(url, request, second, FLOOD)));
+    // The first wallet passes the money on while its flood is being answered, as the issue's attacker did.
+    const firstFlood = fireAtOnce(url, request, first, FLOOD);
+    const left = await balanceOf(first.address);
+    if (left > 0n) await first.send(second.address, left);
+    const answers = [...(await firstFlood), ...(await fireAtOnce(url, request, second, FLOOD))];
     afterFlood.push(await customerBrief());
     const jobs = answers.filter((answer) => answer.status === 202);
     accepted.push(jobs.length);
@@ -104,8 +107,8 @@ try {
     goal: "≤ 3",
     method:
       "one service, keyless briefs; the quiet rounds first (after one warm-up), then each round: two fresh " +
-      "wallets, 30 briefs at once from the one holding 5 USDC, an on-chain transfer of the 5 USDC to the " +
-      "other, 30 at once from it, then the customer's brief (x402 client: 402, sign, paid request), polled " +
+      "wallets, 30 briefs at once from the one holding 5 USDC and, while they are answered, an on-chain transfer " +
+      "of what it still holds to the other, then 30 at once from the other, then the customer's brief (x402 client: 402, sign, paid request), polled " +
       "every 10 ms until delivered with its payment settled; the flood's jobs finish before the next round.",
     loadAverage: (await import("node:os")).loadavg(),
   });
