@@ -150,8 +150,9 @@ for (const { name, create } of ledgers) {
         RESEARCH_CROSSREF_URL: sources.crossrefUrl,
         JOB_MAX_HELD_PER_PAYER: String(CAP),
         WORKER_CONCURRENCY: "2",
-        // Short, so a killed service's running jobs are taken again soon after the restart.
-        JOB_LEASE_SECONDS: "3",
+        // Short, so a killed service's running jobs are taken again soon after the restart; long enough
+        // that a busy machine's timers keep a live worker's lease.
+        JOB_LEASE_SECONDS: "5",
       };
       await start();
       store = await ledger.open();
