@@ -32,7 +32,8 @@ import { type SourceStandIns, startSourceStandIns } from "../operations/research
  *
  * Once the run is over and the service has recovered: every payment was settled once with its brief
  * (a succeeded job) or never used, and payTo received exactly the settled amounts.
- * Seed: FC_SEED replays a run (printed).
+ * Seed: FC_SEED replays a run (printed); FC_NUM_RUNS runs more (2 by default: about a minute a store, as each
+ * run ends by waiting for every payment to be final, and each kill for a restart).
  */
 
 const PRICE = 5_000_000n;
@@ -383,7 +384,7 @@ for (const { name, create } of ledgers) {
         fc.asyncProperty(fc.array(step, { minLength: 3, maxLength: 10 }), (steps) =>
           runScenario(steps, run++),
         ),
-        { seed: SEED, numRuns: Number(process.env.HELD_KILL_RUNS ?? 2), endOnFailure: true },
+        { seed: SEED, numRuns: Number(process.env.FC_NUM_RUNS ?? 2), endOnFailure: true },
       );
     }, 600_000);
   });
