@@ -28,6 +28,7 @@ const ALONE = [
   "test/hardening/load-watchdog.e2e.test.ts",
   "test/hardening/connection-cap.e2e.test.ts",
   "test/hardening/crash-recovery.e2e.test.ts",
+  "test/hardening/held-payments-kill.generated.e2e.test.ts", // kill -9 of the service among held payments, ~2 min a store
   "test/operator/production-start.e2e.test.ts", // compiles better-sqlite3 for another Node version
 ];
 
