@@ -281,6 +281,31 @@ describe("claim", () => {
     expect(await t.read("channels", [id])).toEqual([50_000n, 7_000n]);
   });
 
+  it("verifies a contract wallet payer by EIP-1271, for its ERC-3009 deposit (USDC) and its vouchers (our contract)", async () => {
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const wallet = await t.deployTestContract("Erc1271Wallet", [owner.address]);
+    await t.asUsdcAdmin("mint", [wallet.address, 100_000n]);
+    // The owner's key signs every digest for the wallet (`from` / payer = the wallet).
+    const walletSigner = { ...owner, address: wallet.address };
+    const config = channelConfig(wallet.address, { ...receiverSide(), payerAuthorizer: ZERO });
+    const id = channelIdOf(config);
+    await t.send(t.relayer, "deposit", [
+      config,
+      60_000n,
+      ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
+      await depositAuthorization(walletSigner, config, 60_000n),
+    ]);
+    expect(await t.read("channels", [id])).toEqual([60_000n, 0n]);
+    const row = await claimRow(walletSigner, config, 4_000n);
+    const forged = {
+      ...row,
+      signature: await voucherSignature({ ...stranger, address: wallet.address }, config, 4_000n),
+    };
+    expect(await t.revertOf(t.receiver, "claim", [claimArgs([forged])])).toBe("InvalidVoucherSignature");
+    await t.send(t.receiver, "claim", [claimArgs([row])]);
+    expect(await t.read("channels", [id])).toEqual([60_000n, 4_000n]);
+  });
+
   it("claimWithSignature: many channels in one call on one ClaimBatch signature, relayed by anyone", async () => {
     // One after another: funding a payer impersonates the USDC admin.
     const channels = [await openChannel(10_000n), await openChannel(20_000n), await openChannel(30_000n)];

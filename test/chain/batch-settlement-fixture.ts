@@ -126,7 +126,7 @@ export interface EscrowChain {
   /** A fresh payer with `usdc` test USDC and gas. */
   newPayer(usdc: bigint): Promise<PrivateKeyAccount>;
   /** Compiles a test-only contract of test/chain/contracts/ and deploys it; returns its address. */
-  deployTestContract(name: string): Promise<{ address: Address; abi: Abi }>;
+  deployTestContract(name: string, args?: readonly unknown[]): Promise<{ address: Address; abi: Abi }>;
   /** Calls USDC as its admin (owner, blacklister, master minter). */
   asUsdcAdmin(functionName: string, args: readonly unknown[]): Promise<void>;
   stop(): Promise<void>;
@@ -178,10 +178,10 @@ export async function startEscrowChain(): Promise<EscrowChain> {
         await fundLocalAccounts(chain.rpcUrl, [{ address: payer.address, usdc, ether: parseEther("1") }]);
         return payer;
       },
-      async deployTestContract(name) {
+      async deployTestContract(name, args = []) {
         const { abi, bytecode } = compileTestContract(name);
         const wallet = createWalletClient({ chain: viemChain, transport, account: chain.accounts.settler });
-        const hash = await wallet.deployContract({ abi, bytecode, args: [] });
+        const hash = await wallet.deployContract({ abi, bytecode, args });
         const { contractAddress } = await client.waitForTransactionReceipt({ hash });
         if (!contractAddress) throw new Error(`${name}: deployment failed`);
         return { address: contractAddress, abi };
