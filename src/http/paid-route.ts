@@ -53,9 +53,11 @@ export function paidRoute(options: {
   handler: StartedOperation<unknown, unknown>,
 ) => Promise<Response> {
   const { gate, operation, terms, log, now } = options;
-  // The 402 of a call without payment is the same bytes every time: encoded once.
-  const unpaid = unpaidAnswer(terms);
+  // The 402 of a call without payment is the same bytes every time: encoded once, and again only when the
+  // terms' signed offers are renewed (signed-offers.ts replaces their header).
+  let unpaid = unpaidAnswer(terms);
   return async (c, input, handler) => {
+    if (unpaid.headers[PAYMENT_REQUIRED_HEADER] !== terms.header) unpaid = unpaidAnswer(terms);
     const v2Header = c.req.header(PAYMENT_SIGNATURE_HEADER);
     const v1Header = v2Header ? undefined : c.req.header(X_PAYMENT_HEADER);
     const header = v2Header ?? v1Header;
