@@ -64,7 +64,8 @@ export function mountMcp<E extends object>(app: Hono<E>, services: McpDoorServic
       .filter(isTool)
       .map((operation) => [operation.id, toolTerms(operation, termsById.get(operation.id) as PaymentTerms)]),
   );
-  for (const [id, toolTermsOf] of termsOf) void services.signedOffers?.keep(toolTermsOf, `tool ${id}`);
+  for (const [id, toolTermsOf] of termsOf)
+    void services.signedOffers?.keep(toolTermsOf, `tool ${id}`, "json");
   const terms = (operation: AnyOperation) => termsOf.get(operation.id) as PaymentTerms;
   // The free tool reads a job through its route (GET /v1/jobs/{id}): one answer, whichever door asks.
   const getJob: ToolHandler = async (call) => {

@@ -1,3 +1,4 @@
+import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import { OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
 import type { Logger } from "pino";
@@ -9,6 +10,9 @@ const REFRESH_INTERVAL_MS = 5_000;
 
 interface Kept {
   terms: PaymentTerms;
+  name: string;
+  /** Whether the terms travel in an HTTP header (the route's), bounded by MAX_PAYMENT_REQUIRED_BYTES. */
+  inHeader: boolean;
   /** The terms as built, without offers: what every signing starts from. */
   unsigned: PaymentRequired;
   validitySeconds: number;
@@ -35,13 +39,16 @@ export class SignedOffers {
   ) {}
 
   /**
-   * Keeps these terms signed from now on; resolves once their first offers are in place. Throws when the
-   * signed terms outgrow the header budget (terms.ts), as an unsigned route that does would.
+   * Keeps these terms signed from now on; resolves once their first offers are in place. Terms that travel
+   * in a header (a route's; an MCP tool's travel in JSON) are refused when signed they outgrow its budget
+   * (terms.ts), as an unsigned route's would be.
    */
-  keep(terms: PaymentTerms, name: string): Promise<void> {
+  keep(terms: PaymentTerms, name: string, transport: "header" | "json" = "header"): Promise<void> {
     if (this.kept.has(terms)) return Promise.resolve();
     const entry: Kept = {
       terms,
+      name,
+      inHeader: transport === "header",
       unsigned: terms.paymentRequired,
       validitySeconds: Math.min(
         ...terms.paymentRequired.accepts.map((accepted) => accepted.maxTimeoutSeconds),
@@ -49,7 +56,7 @@ export class SignedOffers {
       renewAt: 0,
     };
     this.kept.set(terms, entry);
-    const signed = this.sign(entry, name);
+    const signed = this.sign(entry);
     this.first.push(signed);
     return signed;
   }
@@ -73,7 +80,7 @@ export class SignedOffers {
     const due = [...this.kept.values()].filter((entry) => this.now() >= entry.renewAt);
     await Promise.all(
       due.map((entry) =>
-        this.sign(entry, entry.unsigned.resource.url).catch((error) =>
+        this.sign(entry).catch((error) =>
           // The previous offers stay (still valid for half their time); the next look tries again.
           this.log.error(
             { err: error, resource: entry.unsigned.resource.url },
@@ -84,14 +91,16 @@ export class SignedOffers {
     );
   }
 
-  private async sign(entry: Kept, name: string): Promise<void> {
+  private async sign(entry: Kept): Promise<void> {
     const signedAt = this.now();
     const offers = await this.signer.offers(entry.unsigned, entry.validitySeconds);
     const paymentRequired: PaymentRequired = {
       ...entry.unsigned,
       extensions: { ...entry.unsigned.extensions, [OFFER_RECEIPT]: offers },
     };
-    const header = checkedPaymentRequiredHeader(name, paymentRequired, this.signer.key.baseUrl);
+    const header = entry.inHeader
+      ? checkedPaymentRequiredHeader(entry.name, paymentRequired, this.signer.key.baseUrl)
+      : encodePaymentRequiredHeader(paymentRequired);
     // Both in one synchronous step: a reader never sees one set's header with another's object.
     entry.terms.paymentRequired = paymentRequired;
     entry.terms.header = header;
