@@ -19,8 +19,9 @@ const PAYMENT_NOTES: Record<PaymentRecord["state"], string> = {
 };
 
 /**
- * A job as GET /v1/jobs/{id} shows it: no input, no payer, no worker names. A paid job also shows what
- * became of its payment (held → settled when the result is ready, or released) and, while it is not
+ * A job as GET /v1/jobs/{id} shows it: no input, no worker names, and no payer beyond the signed receipt
+ * of a settled payment (which names what its transaction shows on chain anyway). A paid job also shows
+ * what became of its payment (held → settled when the result is ready, or released) and, while it is not
  * finished, `expiresAt`: the deadline after which it is given up and its payment released.
  */
 export function jobView(job: Job, payment?: { record: PaymentRecord; deadline: number }) {
