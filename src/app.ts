@@ -28,6 +28,8 @@ import {
   X_PAYMENT_RESPONSE_HEADER,
 } from "./payments/headers.ts";
 import type { PaymentGate } from "./payments/resource-server/gate.ts";
+import { DID_DOCUMENT_PATHS } from "./payments/resource-server/offer-receipt.ts";
+import type { SignedOffers } from "./payments/resource-server/signed-offers.ts";
 import type { PaymentTerms } from "./payments/resource-server/terms.ts";
 import { invalidRequest, Problem } from "./problem.ts";
 import { DOWNLOAD_RESPONSE_HEADERS } from "./products/download.ts";
@@ -59,6 +61,8 @@ export interface AppServices {
   store: Store;
   metrics: Metrics;
   log: import("pino").Logger;
+  /** Signed offers (kept in the terms) and the did:web document that names their signer; absent: none. */
+  offers?: { signed: SignedOffers; didDocument: unknown };
   readiness: () => Promise<Readiness>;
   isShuttingDown: () => boolean;
   now?: () => Date;
@@ -169,7 +173,7 @@ export function buildApp(services: AppServices): App {
   addJobStatus(app, services);
   addFreeRoutes(app, services);
   addPaidRoutes(app, services);
-  mountMcp(app, services);
+  mountMcp(app, { ...services, signedOffers: services.offers?.signed });
   addWrongMethodAnswers(app, services);
   answerErrors(app, services);
   return app;
@@ -205,7 +209,18 @@ function addProbes(app: App, { isShuttingDown, readiness, metrics }: AppServices
 }
 
 /** The discovery documents, built at start-up; the catalog and the x402 manifest with live availability. */
-function addDocuments(app: App, { documents, operations, started }: AppServices): void {
+function addDocuments(app: App, { documents, operations, started, offers }: AppServices): void {
+  // The did:web document that names the key signing offers and receipts (offer-receipt.ts).
+  if (offers) {
+    for (const path of DID_DOCUMENT_PATHS) {
+      app.get(path, (c) =>
+        respond(c, JSON.stringify(offers.didDocument), {
+          status: 200,
+          headers: { "content-type": "application/did+json" },
+        }),
+      );
+    }
+  }
   app.get("/openapi.json", (c) => json(c, documents.openapi));
   app.get("/catalog.json", (c) => json(c, liveCatalog(documents.catalog, started)));
   app.get("/.well-known/x402", (c) => json(c, liveX402(documents.x402, operations, started)));

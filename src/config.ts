@@ -16,6 +16,7 @@ import { arbitrageSettings } from "./operations/chain-arbitrage-snapshot/setting
 import { clinicalTrialsSettings } from "./operations/clinical-trials-query/settings.ts";
 import { researchSettings } from "./operations/research-brief/settings.ts";
 import { tedSettings } from "./operations/tender-shortlist/settings.ts";
+import { DEV_OFFER_RECEIPT_KEY } from "./payments/resource-server/offer-receipt.ts";
 
 /** USDC on Base mainnet; the local test chain places the same contract at the same address. */
 export const BASE_USDC_ADDRESS = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -60,6 +61,10 @@ const SERVICE_VARIABLES = {
   X402_FACILITATOR_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(15_000),
   X402_SETTLER_PRIVATE_KEY: optional(privateKey),
   RPC_URL: optional(httpUrl),
+  OFFER_RECEIPT_SIGNING_KEY: optional(privateKey),
+  OFFER_RECEIPT_INCLUDE_TRANSACTION: optional(
+    z.enum(["true", "false"], { error: "must be true or false" }),
+  ).default("true"),
   X402_SETTLEMENT_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(600_000)).default(30_000),
   LOCAL_CHAIN_PORT: optional(port).default(8545),
   LOCAL_CHAIN_STATE: optional(z.string()),
@@ -153,6 +158,16 @@ export interface Config extends OperationSettings {
     rpcUrl?: string;
     /** How long an in-process settlement waits for its receipt before the call answers 503 (retry). */
     settlementTimeoutMs: number;
+  };
+  /**
+   * Signed offers and receipts (the x402 offer-receipt extension, docs/offer-receipt.md). The key signs
+   * every 402's offers and every paid answer's receipt; unset outside local mode: none are signed.
+   */
+  offerReceipt: {
+    /** The operator's secp256k1 key (OFFER_RECEIPT_SIGNING_KEY); local mode: a fixed development key. */
+    signingKey?: `0x${string}`;
+    /** A receipt names the settlement's transaction (default); false leaves it out, for privacy. */
+    includeTransaction: boolean;
   };
   localChain: { port: number; statePath?: string };
   dataDir: string;
@@ -269,6 +284,14 @@ function serviceProblems(
   if (purpose === "serve" && mode !== "local" && !env.X402_PAY_TO) {
     problems.push(`X402_PAY_TO: required when PAYMENT_MODE=${mode} (the address that receives payments)`);
   }
+  if (
+    e.OFFER_RECEIPT_SIGNING_KEY &&
+    e.OFFER_RECEIPT_SIGNING_KEY.toLowerCase() === e.X402_SETTLER_PRIVATE_KEY?.toLowerCase()
+  ) {
+    problems.push(
+      "OFFER_RECEIPT_SIGNING_KEY: must not be X402_SETTLER_PRIVATE_KEY (a key of its own signs offers and receipts)",
+    );
+  }
   if (e.HEALTH_PORT !== undefined && e.HEALTH_PORT === e.PORT) {
     problems.push(`HEALTH_PORT: must differ from PORT (${e.PORT}); it is a second listener for the probes`);
   }
@@ -334,6 +357,12 @@ function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyo
       settlerPrivateKey: e.X402_SETTLER_PRIVATE_KEY as `0x${string}` | undefined,
       rpcUrl: e.RPC_URL,
       settlementTimeoutMs: e.X402_SETTLEMENT_TIMEOUT_MS,
+    },
+    offerReceipt: {
+      signingKey:
+        (e.OFFER_RECEIPT_SIGNING_KEY as `0x${string}` | undefined) ??
+        (mode === "local" ? DEV_OFFER_RECEIPT_KEY : undefined),
+      includeTransaction: e.OFFER_RECEIPT_INCLUDE_TRANSACTION === "true",
     },
     localChain: {
       port: e.LOCAL_CHAIN_PORT,

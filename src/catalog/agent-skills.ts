@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { MCP_SKILL_NAME, mcpSkillMarkdown } from "../mcp/listing.ts";
+import { type PublishedSigner, signedOffersNote } from "../payments/resource-server/offer-receipt.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { inputJsonSchema } from "./json-schema.ts";
 import type { AnyOperation } from "./operation.ts";
@@ -19,7 +20,12 @@ export interface AgentSkills {
 
 export const skillPath = (operation: AnyOperation) => `${AGENT_SKILLS_PREFIX}/${operation.id}/SKILL.md`;
 
-function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: string): string {
+function skillMarkdown(
+  operation: AnyOperation,
+  terms: PaymentTerms,
+  baseUrl: string,
+  signer?: PublishedSigner,
+): string {
   const url = baseUrl + operation.path;
   const description = `${operation.summary}. Paid per call: USD ${operation.priceUsd} in USDC on Base via x402 v2.`;
   const call =
@@ -53,6 +59,7 @@ function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: st
           "4. The success is `202` with `{ jobId, status, statusUrl, pollAfterSeconds }` (and `Location`): poll `statusUrl` (GET, free, no payment) until `status` is `succeeded` (the answer is in `result`) or `failed` (`error` says why). `503` means no worker can take the job now; nothing is charged.",
         ]
       : []),
+    ...(signer ? ["", signedOffersNote(signer)] : []),
     "",
     "```ts",
     'import { wrapFetchWithPayment, x402Client } from "@x402/fetch";',
@@ -115,6 +122,7 @@ export function buildAgentSkills(
   operations: readonly AnyOperation[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
+  signer?: PublishedSigner,
 ): AgentSkills {
   const files = new Map<string, Buffer>();
   const skill = (name: string, description: string, markdown: string) => {
@@ -133,7 +141,7 @@ export function buildAgentSkills(
     skill(
       operation.id,
       `${operation.summary} (USD ${operation.priceUsd} per call, x402 v2, USDC on Base).`,
-      skillMarkdown(operation, termsById.get(operation.id) as PaymentTerms, baseUrl),
+      skillMarkdown(operation, termsById.get(operation.id) as PaymentTerms, baseUrl, signer),
     ),
   );
   skills.push(

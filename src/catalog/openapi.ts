@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { MCP_PATH, mcpEndpoint } from "../mcp/endpoint.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
+import type { PublishedSigner } from "../payments/resource-server/offer-receipt.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { problemTypeList } from "../problem.ts";
 import { FAVICON_PATH } from "./favicon.ts";
@@ -120,6 +121,7 @@ export function buildOpenApiDocument(
   freeRoutes: readonly AnyFreeRoute[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
+  signer?: PublishedSigner,
 ): Record<string, unknown> {
   const app = new OpenAPIHono();
   const registry = app.openAPIRegistry;
@@ -197,6 +199,8 @@ export function buildOpenApiDocument(
         responses: responses as any,
       }),
       "x-payment-info": paymentInfo(operation, terms),
+      // Its 402 carries a signed offer and its paid answer a signed receipt (offer-receipt.ts).
+      ...(signer ? { "x-offer-receipt": signer } : {}),
     } as Parameters<typeof registry.registerPath>[0]);
   }
 
@@ -256,7 +260,7 @@ export function buildOpenApiDocument(
       // SPDX LicenseRef for the service's own terms; openapi3-ts's type predates 3.1's `identifier`.
       license: { name: "Proprietary", identifier: "LicenseRef-utility402" } as { name: string },
       // Short guidance indexers inline in an agent's context (@agentcash/discovery reads info.x-guidance).
-      "x-guidance": agentGuidance(baseUrl),
+      "x-guidance": agentGuidance(baseUrl, signer),
       "x-logo": { url: baseUrl + FAVICON_PATH },
     },
     servers: [{ url: baseUrl }],

@@ -1,5 +1,6 @@
 import type { DiscoveryResource } from "@x402/extensions/bazaar";
 import { mcpManifest } from "../mcp/listing.ts";
+import { type PublishedSigner, signedOffersNote } from "../payments/resource-server/offer-receipt.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { agentGuidance } from "./llms-txt.ts";
@@ -23,6 +24,7 @@ export function buildX402Manifest(
   operations: readonly AnyOperation[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
+  signer?: PublishedSigner,
 ) {
   const items = operations.map((operation): ManifestItem => {
     const { paymentRequired, discovery } = termsById.get(operation.id) as PaymentTerms;
@@ -45,10 +47,12 @@ export function buildX402Manifest(
     x402Version: 2,
     // One URL per paid path: x402scan probes each with the method that answers 402.
     resources: [...new Set(items.map((item) => item.resource))],
-    instructions: agentGuidance(baseUrl),
+    instructions: agentGuidance(baseUrl, signer),
     service: { name: SERVICE.name, description: SERVICE.description, url: baseUrl },
     items,
     // The same operations as MCP tools: each tool's terms (resource mcp://tool/<id>) and MCP Bazaar extension.
     mcp: mcpManifest(operations, termsById, baseUrl),
+    // Every resource above, HTTP and MCP: its 402s carry signed offers, its paid answers signed receipts.
+    ...(signer ? { offerReceipt: { ...signer, note: signedOffersNote(signer) } } : {}),
   };
 }

@@ -56,11 +56,18 @@ export function paidRoute(options: {
   handler: StartedOperation<unknown, unknown>,
 ) => Promise<Response> {
   const { gate, operation, terms, log, now, testChain } = options;
-  // The 402 of a call without payment is the same bytes every time: encoded once.
-  const unpaid = unpaidAnswer(terms);
-  // A person's browser opening a paid GET (a download, the tender shortlist) gets a page to pay from instead.
-  const page = operation.method === "GET" ? paywallPage(operation, terms, { testChain }) : undefined;
+  // The 402 of a call without payment is the same bytes every time: encoded once, and again only when the
+  // terms' signed offers are renewed (signed-offers.ts replaces their header). A person's browser opening a
+  // paid GET (a download, the tender shortlist) gets a page to pay from instead, renewed with them.
+  const pageOf = () =>
+    operation.method === "GET" ? paywallPage(operation, terms, { testChain }) : undefined;
+  let unpaid = unpaidAnswer(terms);
+  let page = pageOf();
   return async (c, input, handler) => {
+    if (unpaid.headers[PAYMENT_REQUIRED_HEADER] !== terms.header) {
+      unpaid = unpaidAnswer(terms);
+      page = pageOf();
+    }
     const v2Header = c.req.header(PAYMENT_SIGNATURE_HEADER);
     const v1Header = v2Header ? undefined : c.req.header(X_PAYMENT_HEADER);
     const header = v2Header ?? v1Header;
