@@ -145,6 +145,10 @@ export async function startService(
       log,
       readiness,
       isShuttingDown,
+      signIn: {
+        settings: { origin: config.baseUrl, network: config.payment.network },
+        downloadMs: config.signInDownloadMs,
+      },
     });
     // The probes' own listener first: a port in use stops the start before the public port opens.
     const health = await openHealthListener(start, app);

@@ -47,12 +47,14 @@ export function paidRoute(options: {
   terms: PaymentTerms;
   log: Logger;
   now: () => Date;
+  /** A product's answer to a call without payment: a signed-in buyer's download again, or its 402. */
+  signIn?: (c: Context, handler: StartedOperation<unknown, unknown>) => Promise<Response>;
 }): (
   c: Context<{ Variables: RequestVariables }>,
   input: unknown,
   handler: StartedOperation<unknown, unknown>,
 ) => Promise<Response> {
-  const { gate, operation, terms, log, now } = options;
+  const { gate, operation, terms, log, now, signIn } = options;
   // The 402 of a call without payment is the same bytes every time: encoded once.
   const unpaid = unpaidAnswer(terms);
   return async (c, input, handler) => {
@@ -65,6 +67,7 @@ export function paidRoute(options: {
     // operation without a live worker) is refused before it.
     if (!header) {
       if (handler.admit) await handler.admit();
+      if (signIn) return signIn(c, handler);
       return respond(c, unpaid.body, { status: unpaid.status, headers: unpaid.headers });
     }
     const requestId = c.get("requestId");
