@@ -90,6 +90,27 @@ describe("sign-in-with-x: a buyer downloads again, a payer finds its jobs", () =
     fs.rmSync(work, { recursive: true, force: true });
   });
 
+  it("the discovery documents name the routes that take a sign-in", async () => {
+    const productPath = `/v1/products/${SLUG}`;
+    const openapi = await (await fetch(`${service.url}/openapi.json`)).json();
+    expect(openapi.paths[productPath].get["x-sign-in-with-x"]).toMatchObject({ header: "SIGN-IN-WITH-X" });
+    expect(openapi.paths["/v1/jobs"].get.responses).toHaveProperty("402");
+    expect(openapi.paths["/v1/jobs/{id}"].get.responses).toHaveProperty("403");
+    const manifest = await (await fetch(`${service.url}/.well-known/x402`)).json();
+    expect(manifest.signIn).toMatchObject({ extension: "sign-in-with-x", chains: ["eip155:8453"] });
+    expect(manifest.signIn.routes.map((route: { path: string }) => route.path)).toEqual([
+      productPath,
+      "/v1/jobs",
+      "/v1/jobs/{id}",
+    ]);
+    const llms = await (await fetch(`${service.url}/llms.txt`)).text();
+    expect(llms).toContain(`GET ${service.url}/v1/jobs\``);
+    const skills = await (await fetch(`${service.url}/.well-known/agent-skills/index.json`)).json();
+    const productSkill = skills.skills.find((skill: { name: string }) => skill.name === `product-${SLUG}`);
+    const skill = await (await fetch(new URL(productSkill.url, service.url))).text();
+    expect(skill).toContain("wrapFetchWithSIWx");
+  });
+
   it("the 402 of a product carries a fresh sign-in challenge bound to this origin, route and chain", async () => {
     const url = `${service.url}/v1/products/${SLUG}`;
     const [first, second] = [await fetch(url), await fetch(url)];

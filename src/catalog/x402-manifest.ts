@@ -1,10 +1,13 @@
 import type { DiscoveryResource } from "@x402/extensions/bazaar";
+import { SIGN_IN_WITH_X } from "@x402/extensions/sign-in-with-x";
 import { mcpManifest } from "../mcp/listing.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
+import { SIGN_IN_HEADER } from "../payments/sign-in/sign-in-with-x.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { agentGuidance } from "./llms-txt.ts";
 import type { AnyOperation } from "./operation.ts";
 import { SERVICE } from "./service.ts";
+import { SIGN_IN_GUIDANCE, signInRoutes } from "./sign-in-routes.ts";
 
 /** One paid resource of the manifest: a Bazaar discovery resource (the facilitators' listing), with its method. */
 export type ManifestItem = Omit<DiscoveryResource, "lastUpdated"> & { method: "GET" | "POST" };
@@ -50,5 +53,13 @@ export function buildX402Manifest(
     items,
     // The same operations as MCP tools: each tool's terms (resource mcp://tool/<id>) and MCP Bazaar extension.
     mcp: mcpManifest(operations, termsById, baseUrl),
+    // Where a wallet that paid signs in instead of paying again: each route's 402 carries a fresh challenge.
+    signIn: {
+      extension: SIGN_IN_WITH_X,
+      header: SIGN_IN_HEADER,
+      chains: [...new Set(items.flatMap((item) => item.accepts.map((accepted) => accepted.network)))],
+      guidance: SIGN_IN_GUIDANCE,
+      routes: signInRoutes(operations).map((route) => ({ ...route, resource: baseUrl + route.path })),
+    },
   };
 }

@@ -3,6 +3,7 @@ import type { PaymentRequired } from "@x402/core/types";
 import type { Context } from "hono";
 import type { Logger } from "pino";
 import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
+import { JOBS_LIST_PATH } from "../catalog/sign-in-routes.ts";
 import { jobView } from "../jobs/job-view.ts";
 import type { Job } from "../jobs/queue.ts";
 import { PAYMENT_REQUIRED_HEADER } from "../payments/headers.ts";
@@ -19,8 +20,6 @@ import type { PaymentRecord, Store, StoredOutcome } from "../store/store.ts";
 import { respond } from "./response-headers.ts";
 import { paymentRequiredBody } from "./x402-v1.ts";
 
-/** The route that lists a signed-in wallet's research jobs (sign-in only: nothing is sold there). */
-export const JOBS_LIST_PATH = "/v1/jobs";
 /** A signed-in wallet's jobs are listed newest first, at most this many. */
 export const JOBS_LISTED = 20;
 /** The purchases of a product looked at for one re-download, newest first. */
