@@ -170,16 +170,20 @@ describe("sign-in-with-x: a buyer downloads again, a payer finds its jobs", () =
     expect(ranged.status).toBe(402);
   });
 
+  /** The brief paid for in the test below, for the replay test after it. */
+  let paidBrief:
+    | { request: Record<string, unknown>; payment: Record<string, string>; jobId?: string }
+    | undefined;
+
   it("the payer lists and reads its research job by signing in; another wallet cannot", async () => {
     const payer = createPayer(briefPayer);
     const request = { question: QUESTION, requiredSources: 3, maxWords: 200 };
     const unpaid = await fetch(`${service.url}/v1/research-brief`, jsonPost(request));
-    const accepted = await fetch(
-      `${service.url}/v1/research-brief`,
-      jsonPost(request, await payer.signPayment(unpaid)),
-    );
+    paidBrief = { request, payment: await payer.signPayment(unpaid) };
+    const accepted = await fetch(`${service.url}/v1/research-brief`, jsonPost(request, paidBrief.payment));
     expect(accepted.status).toBe(202);
     const { jobId } = await accepted.json();
+    paidBrief.jobId = jobId;
     const listUrl = `${service.url}/v1/jobs`;
 
     // Without a sign-in: a 402 asking for one (accepts: [], nothing to pay), a problem+json body.
@@ -223,5 +227,32 @@ describe("sign-in-with-x: a buyer downloads again, a payer finds its jobs", () =
       type: "urn:utility402:problem:not-the-payer",
       errors: [{ pointer: "/address", message: expect.any(String) }],
     });
+  });
+
+  /**
+   * The known exposure (issue 36): a settled payment is public (the transfer's calldata holds the
+   * authorization and its signature, the 402 the rest of the payload), and for two minutes after settlement
+   * its replay with the same input is answered with the job's 202, so with its id. Without the exact input
+   * the replay learns nothing; after the two minutes only the paying wallet's sign-in finds the job.
+   */
+  it("a replay of the settled brief payment gets the 202 only with the exact input (the known two-minute exposure)", async () => {
+    const { request, payment, jobId } = paidBrief as NonNullable<typeof paidBrief>;
+    const deadline = Date.now() + 60_000;
+    let state = "";
+    while (state !== "succeeded" && Date.now() < deadline) {
+      state = (await (await fetch(`${service.url}/v1/jobs/${jobId}`)).json()).status;
+      if (state === "failed") throw new Error("the brief failed");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(state).toBe("succeeded");
+    const sameInput = await fetch(`${service.url}/v1/research-brief`, jsonPost(request, payment));
+    expect(sameInput.status).toBe(202);
+    expect((await sameInput.json()).jobId).toBe(jobId);
+    const otherInput = await fetch(
+      `${service.url}/v1/research-brief`,
+      jsonPost({ ...request, maxWords: 201 }, payment),
+    );
+    expect(otherInput.status).toBe(409);
+    expect(await otherInput.text()).not.toContain(jobId as string);
   });
 });
