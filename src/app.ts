@@ -188,6 +188,7 @@ function useRequestContext(app: App, { log, metrics }: AppServices): void {
     X_PAYMENT_RESPONSE_HEADER,
     "x-request-id",
     "retry-after",
+    "x-sign-in-with-x",
     ...DOWNLOAD_RESPONSE_HEADERS,
   ]);
   app.use("*", requestContext({ log, metrics, headers: corsHeaders }));

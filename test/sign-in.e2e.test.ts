@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { createPayer } from "../src/client/paying-fetch.ts";
 import { researchBrief } from "../src/operations/research-brief/index.ts";
+import { MAX_PAYMENT_REQUIRED_BYTES } from "../src/payments/resource-server/terms.ts";
 import { buildProducts } from "../src/products/build.ts";
 import { products } from "../src/products/index.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
@@ -25,16 +26,19 @@ import { QUESTION, researchEnv, type StandIns, startStandIns } from "./operation
 const SLUG = "csv-json-quality-toolkit";
 const PRICE = 9_000_000n;
 
-/** A fetch that remembers the SIGN-IN-WITH-X header of every request it sends. */
+/** A fetch that remembers the SIGN-IN-WITH-X header, and the PAYMENT-SIGNATURE length, of every request it sends. */
 function recordingFetch() {
   const sent: string[] = [];
+  const paymentSignatureLengths: number[] = [];
   const recorder: typeof fetch = async (input, init) => {
     const request = new Request(input, init);
     const header = request.headers.get(SIGN_IN_WITH_X);
     if (header) sent.push(header);
+    const payment = request.headers.get("payment-signature");
+    if (payment) paymentSignatureLengths.push(payment.length);
     return fetch(request);
   };
-  return { fetch: recorder, sent };
+  return { fetch: recorder, sent, paymentSignatureLengths };
 }
 
 /** The official client an agent uses: sign in first (wrapFetchWithSIWx), pay (@x402/fetch) if still asked to. */
@@ -120,6 +124,10 @@ describe("sign-in-with-x: a buyer downloads again, a payer finds its jobs", () =
       return required.extensions?.[SIGN_IN_WITH_X] as SIWxExtension;
     });
     const [one, two] = challenges as [SIWxExtension, SIWxExtension];
+    // With the challenge, every response's headers still fit a proxy's 4 KB buffer (terms.ts).
+    const headerLength = (first.headers.get("payment-required") as string).length;
+    console.log(`PAYMENT-REQUIRED of a product with its sign-in challenge: ${headerLength} bytes`);
+    expect(headerLength).toBeLessThanOrEqual(MAX_PAYMENT_REQUIRED_BYTES);
     expect(one.info).toMatchObject({ domain: new URL(service.url).host, uri: url, version: "1" });
     expect(one.supportedChains).toEqual([{ chainId: "eip155:8453", type: "eip191" }]);
     expect(Date.parse(one.info.expirationTime as string) - Date.parse(one.info.issuedAt)).toBe(300_000);
@@ -131,7 +139,10 @@ describe("sign-in-with-x: a buyer downloads again, a payer finds its jobs", () =
     const before = await balanceOf(privateKeyToAccount(buyer).address);
 
     // First purchase through the combined client: the sign-in is not enough (never bought), so it pays.
-    const bought = await signInThenPay(buyer)(url);
+    const purchase = recordingFetch();
+    const bought = await signInThenPay(buyer, purchase.fetch)(url);
+    console.log(`PAYMENT-SIGNATURE of the purchase: ${purchase.paymentSignatureLengths.join(", ")} bytes`);
+    expect(Math.max(...purchase.paymentSignatureLengths)).toBeLessThanOrEqual(4096 - 1024);
     expect(bought.status).toBe(200);
     expect(bought.headers.get("payment-response")).toBeTruthy();
     const bytes = Buffer.from(await bought.arrayBuffer());

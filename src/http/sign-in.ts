@@ -9,6 +9,7 @@ import type { Job } from "../jobs/queue.ts";
 import { PAYMENT_REQUIRED_HEADER } from "../payments/headers.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import {
+  compactChallenge,
   SIGN_IN_HEADER,
   SignInChallenges,
   type SignInSettings,
@@ -168,6 +169,10 @@ export class SignInDoor {
     };
     const challenge = await this.challenges.challenge(path, base.accepts);
     const paymentRequired: PaymentRequired = { ...base, extensions: { ...base.extensions, ...challenge } };
+    const inHeader: PaymentRequired = {
+      ...base,
+      extensions: { ...base.extensions, ...compactChallenge(challenge) },
+    };
     const problem = terms
       ? Problem.of(
           "payment-required",
@@ -181,7 +186,7 @@ export class SignInDoor {
       status: 402,
       headers: {
         "content-type": "application/problem+json",
-        [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired),
+        [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(inHeader),
         "cache-control": "no-store",
       },
     });

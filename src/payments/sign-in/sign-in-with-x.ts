@@ -20,8 +20,7 @@ export const SIGN_IN_MAX_AGE_MS = 5 * 60_000;
 /** A header longer than this is no sign-in message of this service (its challenge encodes to under 1 KB). */
 const MAX_HEADER_LENGTH = 8192;
 
-const STATEMENT =
-  "Sign in with the wallet that paid, to download a product again or read your research jobs. This costs nothing.";
+const STATEMENT = "Sign in with the wallet that paid. This costs nothing.";
 
 export interface SignInSettings {
   /** The service's public origin (BASE_URL): the domain and uri every message must name. */
@@ -69,6 +68,17 @@ export class SignInChallenges {
     const url = new URL(path, this.origin).toString();
     return { [SIGN_IN_WITH_X]: await enrich(this.declaration, { resourceInfo: { url }, requirements }) };
   }
+}
+
+/**
+ * The challenge as a PAYMENT-REQUIRED header carries it: `info` and `supportedChains`, which is all a client
+ * signs from, without the JSON Schema of the signed payload (1 KB once base64-encoded, and echoed back in
+ * PAYMENT-SIGNATURE by the official payment client), so that a product's 402 headers still fit a proxy's
+ * 4 KB buffer (terms.ts). The body and /.well-known/x402 carry the schema.
+ */
+export function compactChallenge(challenge: Record<string, unknown>): Record<string, unknown> {
+  const { schema: _schema, ...compact } = challenge[SIGN_IN_WITH_X] as Record<string, unknown>;
+  return { [SIGN_IN_WITH_X]: compact };
 }
 
 export type SignInResult = { address: string } | { rejected: Problem };
