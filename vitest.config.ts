@@ -17,6 +17,7 @@ const STORE_SENSITIVE = [
   "test/contract/paid-operations.e2e.test.ts",
   "test/x402-v1/payment-identifier.e2e.test.ts",
   "test/mcp/mcp.e2e.test.ts",
+  "test/sign-in.e2e.test.ts",
 ];
 
 /**

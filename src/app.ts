@@ -9,6 +9,7 @@ import { JobIdParam } from "./catalog/jobs-schema.ts";
 import { LLMS_TXT_PATH } from "./catalog/llms-txt.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
+import { JOBS_LIST_PATH } from "./catalog/sign-in-routes.ts";
 import type { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { corsPreflight, corsResponseHeaders } from "./http/cors.ts";
 import { paidRoute } from "./http/paid-route.ts";
@@ -17,6 +18,7 @@ import { PAYWALL_SCRIPT_PATH, PAYWALL_STYLE_PATH } from "./http/paywall/paywall-
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import { respond } from "./http/response-headers.ts";
+import { SignInDoor, type SignInOptions } from "./http/sign-in.ts";
 import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
 import { FINAL_JOB_STATES } from "./jobs/queue.ts";
 import { mountMcp } from "./mcp/mcp-door.ts";
@@ -65,6 +67,8 @@ export interface AppServices {
   offers?: { signed: SignedOffers; didDocument: unknown };
   readiness: () => Promise<Readiness>;
   isShuttingDown: () => boolean;
+  /** x402 sign-in-with-x: a buyer downloads a product again, a payer lists and reads its jobs. */
+  signIn: SignInOptions;
   now?: () => Date;
 }
 
@@ -94,6 +98,7 @@ const FREE_GET_PATHS = [
   PAYWALL_SCRIPT_PATH,
   PAYWALL_STYLE_PATH,
   JOB_STATUS_PATH,
+  JOBS_LIST_PATH,
 ];
 
 /** What each operation says of itself now (an upstream down), by operation id; empty when all can serve. */
@@ -166,13 +171,18 @@ export function buildApp(services: AppServices): App {
   // cannot take makes it throw (when added or first matched) instead of Hono silently falling back
   // to a slower router for every route.
   const app: App = new Hono<Env>({ router: new RegExpRouter() });
+  const signIn = new SignInDoor(services.signIn, {
+    store: services.store,
+    log: services.log,
+    now: services.now ?? (() => new Date()),
+  });
   useRequestContext(app, services);
   addProbes(app, services);
   addDocuments(app, services);
   addPaywallAssets(app);
-  addJobStatus(app, services);
+  addJobStatus(app, services, signIn);
   addFreeRoutes(app, services);
-  addPaidRoutes(app, services);
+  addPaidRoutes(app, services, signIn);
   mountMcp(app, { ...services, signedOffers: services.offers?.signed });
   addWrongMethodAnswers(app, services);
   answerErrors(app, services);
@@ -187,6 +197,7 @@ function useRequestContext(app: App, { log, metrics }: AppServices): void {
     X_PAYMENT_RESPONSE_HEADER,
     "x-request-id",
     "retry-after",
+    "x-sign-in-with-x",
     ...DOWNLOAD_RESPONSE_HEADERS,
   ]);
   app.use("*", requestContext({ log, metrics, headers: corsHeaders }));
@@ -258,19 +269,25 @@ function addPaywallAssets(app: App): void {
   );
 }
 
-/** A job's state, result and payment (free: the job was paid for when it was queued). */
-function addJobStatus(app: App, { store, gate }: AppServices): void {
+/**
+ * A job's state, result and payment (free: the job was paid for when it was queued; its id reads it, or a
+ * sign-in by the wallet that paid), and the list of a signed-in wallet's jobs (how a lost job id is found).
+ */
+function addJobStatus(app: App, { store, gate, operations }: AppServices, signIn: SignInDoor): void {
+  const asyncOperationIds = operations.filter((operation) => operation.kind === "async").map((op) => op.id);
+  app.get(JOBS_LIST_PATH, (c) => signIn.listJobs(c, asyncOperationIds, (record) => gate.jobDeadline(record)));
   app.get(honoPath(JOB_STATUS_PATH), async (c) => {
     const id = c.req.param("id");
     const parsed = JobIdParam.safeParse(id);
     if (!parsed.success) throw invalidRequest([{ pointer: "/id", message: "must be a UUID" }]);
     const job = await store.jobs.get(parsed.data);
     if (!job) throw Problem.of("job-not-found", `no job with id ${parsed.data}`);
+    const record = job.paymentKey ? await store.getPayment(job.paymentKey) : undefined;
+    await signIn.checkJobReader(c, job, record);
     if (!FINAL_JOB_STATES.includes(job.state)) {
       c.header("retry-after", String(POLL_AFTER_SECONDS));
     }
     c.header("cache-control", "no-store");
-    const record = job.paymentKey ? await store.getPayment(job.paymentKey) : undefined;
     const payment = record && { record, deadline: gate.jobDeadline(record) };
     return c.json(jobView(job, payment));
   });
@@ -284,13 +301,19 @@ function addFreeRoutes(app: App, { freeRoutes }: AppServices): void {
 }
 
 /** One paid route per operation: input checked first, then the HTTP door to the payment gate. */
-function addPaidRoutes(app: App, services: AppServices): void {
+function addPaidRoutes(app: App, services: AppServices, signIn: SignInDoor): void {
   const { operations, termsById, gate, log } = services;
   const now = services.now ?? (() => new Date());
   const testChain = services.documents.catalog.payment.testChain;
   for (const operation of operations) {
     const terms = termsById.get(operation.id) as PaymentTerms;
-    const paid = paidRoute({ gate, operation, terms, log, now, testChain });
+    // A product bought once is downloaded again by signing in with the paying wallet.
+    const productSignIn =
+      operation.kind === "product"
+        ? (c: Context, handler: StartedOperation<unknown, unknown>) =>
+            signIn.product(c, operation, terms, handler)
+        : undefined;
+    const paid = paidRoute({ gate, operation, terms, log, now, testChain, signIn: productSignIn });
     app.on(operation.method, honoPath(operation.path), async (c: Context<Env>) => {
       const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
       // A body that is present is read and checked first (an invalid one is a 400 before any 402); an

@@ -88,6 +88,7 @@ const SERVICE_VARIABLES = {
   JOB_RETENTION_DAYS: optional(
     z.coerce.number().int().min(7, "must be at least 7 (results are kept a week)"),
   ).default(7),
+  SIGN_IN_DOWNLOAD_DAYS: optional(z.coerce.number().int().min(1).max(36_500)),
   JOB_LEASE_SECONDS: optional(z.coerce.number().int().min(2).max(3600)).default(60),
   JOB_MAX_ATTEMPTS: optional(z.coerce.number().int().min(1).max(10)).default(3),
   JOB_MAX_HELD_PER_PAYER: optional(z.coerce.number().int().min(1).max(1000)).default(3),
@@ -177,6 +178,11 @@ export interface Config extends OperationSettings {
     | { kind: "postgres"; url: string; poolSize: number; statementTimeoutMs: number };
   /** Where product release archives and their descriptors live. */
   releasesDir: string;
+  /**
+   * How long after its purchase a product may be downloaded again by signing in (sign-in-with-x), in ms;
+   * unset: for the lifetime of the release bought (until a new release of the product is served).
+   */
+  signInDownloadMs?: number;
   jobs: {
     retentionMs: number;
     leaseMs: number;
@@ -374,6 +380,8 @@ function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyo
     dataDir,
     database,
     releasesDir: path.resolve(e.RELEASES_DIR ?? path.join(dataDir, "releases")),
+    signInDownloadMs:
+      e.SIGN_IN_DOWNLOAD_DAYS === undefined ? undefined : e.SIGN_IN_DOWNLOAD_DAYS * 86_400_000,
     jobs: {
       retentionMs: e.JOB_RETENTION_DAYS * 86_400_000,
       leaseMs: e.JOB_LEASE_SECONDS * 1000,

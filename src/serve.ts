@@ -158,6 +158,10 @@ export async function startService(
       ...(offers ? { offers: { signed: offers.signed, didDocument: didDocument(offers.receipts.key) } } : {}),
       readiness,
       isShuttingDown,
+      signIn: {
+        settings: { origin: config.baseUrl, network: config.payment.network },
+        downloadMs: config.signInDownloadMs,
+      },
     });
     // Every route's and tool's first offers are signed before the port opens.
     await offers?.signed.ready();

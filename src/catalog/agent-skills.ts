@@ -5,6 +5,7 @@ import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { inputJsonSchema } from "./json-schema.ts";
 import type { AnyOperation } from "./operation.ts";
 import { isImplemented } from "./registry.ts";
+import { JOBS_LIST_PATH, SIGN_IN_GUIDANCE } from "./sign-in-routes.ts";
 
 export const AGENT_SKILLS_PREFIX = "/.well-known/agent-skills";
 const DISCOVERY_SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
@@ -74,6 +75,8 @@ function skillMarkdown(
     "```",
     "",
   ];
+  if (operation.kind === "product" || operation.kind === "async")
+    lines.push(...signInSection(operation, url, baseUrl));
   if (operation.inputFrom !== "none") {
     lines.push(
       `## Input (${operation.inputFrom === "body" ? "JSON body" : "query parameters"})`,
@@ -112,6 +115,35 @@ function skillMarkdown(
     "",
   );
   return lines.join("\n");
+}
+
+/** How the wallet that paid gets a product again, or finds its jobs, by signing in (x402 sign-in-with-x). */
+function signInSection(operation: AnyOperation, url: string, baseUrl: string): string[] {
+  const product = operation.kind === "product";
+  return [
+    product ? "## Download again without paying" : "## Find your jobs again",
+    "",
+    SIGN_IN_GUIDANCE,
+    "",
+    "```ts",
+    ...(product
+      ? [
+          'import { wrapFetchWithSIWx } from "@x402/extensions/sign-in-with-x";',
+          "",
+          "// Sign in first; pay (payingFetch above) only if this wallet has not bought the release served now.",
+          "const signedIn = wrapFetchWithPayment(wrapFetchWithSIWx(fetch, privateKeyToAccount(process.env.PRIVATE_KEY)), client);",
+          `const zip = await signedIn("${url}");`,
+        ]
+      : [
+          'import { createSIWxClientExtension } from "@x402/extensions/sign-in-with-x";',
+          "",
+          "const signer = privateKeyToAccount(process.env.PRIVATE_KEY);",
+          "const signInFetch = wrapFetchWithPayment(fetch, new x402Client().registerExtension(createSIWxClientExtension({ signers: [signer] })));",
+          `const { jobs } = await (await signInFetch("${baseUrl}${JOBS_LIST_PATH}")).json(); // each job as GET /v1/jobs/{id} shows it`,
+        ]),
+    "```",
+    "",
+  ];
 }
 
 /**

@@ -5,6 +5,7 @@ import { AGENT_SKILLS_PREFIX, skillPath } from "./agent-skills.ts";
 import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 import { JOB_STATUS_PATH } from "./registry.ts";
 import { SERVICE } from "./service.ts";
+import { SIGN_IN_GUIDANCE, signInRoutes } from "./sign-in-routes.ts";
 
 /** Where agents find the service's guidance (https://llmstxt.org): served at the root, free. */
 export const LLMS_TXT_PATH = "/llms.txt";
@@ -86,6 +87,14 @@ export function buildLlmsTxt(
     "",
     ...freeRoutes.map((route) => `- \`GET ${baseUrl}${route.path}\`: ${route.summary}`),
     `- \`GET ${baseUrl}${JOB_STATUS_PATH}\`: a job's state or result (poll after a 202)`,
+    "",
+    "## Sign in with the wallet that paid (x402 sign-in-with-x)",
+    "",
+    SIGN_IN_GUIDANCE,
+    "",
+    ...signInRoutes(operations).map(
+      (route) => `- \`${route.method} ${baseUrl}${route.path}\`: ${route.grants}`,
+    ),
     "",
   ].join("\n");
 }

@@ -50,12 +50,14 @@ export function paidRoute(options: {
   now: () => Date;
   /** The service settles on its local test chain (the paywall page warns people). */
   testChain: boolean;
+  /** A product's answer to a call without payment: a signed-in buyer's download again, or its 402. */
+  signIn?: (c: Context, handler: StartedOperation<unknown, unknown>) => Promise<Response>;
 }): (
   c: Context<{ Variables: RequestVariables }>,
   input: unknown,
   handler: StartedOperation<unknown, unknown>,
 ) => Promise<Response> {
-  const { gate, operation, terms, log, now, testChain } = options;
+  const { gate, operation, terms, log, now, testChain, signIn } = options;
   // The 402 of a call without payment is the same bytes every time: encoded once, and again only when the
   // terms' signed offers are renewed (signed-offers.ts replaces their header). A person's browser opening a
   // paid GET (a download, the tender shortlist) gets a page to pay from instead, renewed with them.
@@ -77,8 +79,11 @@ export function paidRoute(options: {
     // operation without a live worker) is refused before it.
     if (!header) {
       if (handler.admit) await handler.admit();
-      const answer = page && isBrowserNavigation(c.req.raw) ? page : unpaid;
-      return respond(c, answer.body, { status: answer.status, headers: answer.headers });
+      if (page && isBrowserNavigation(c.req.raw)) {
+        return respond(c, page.body, { status: page.status, headers: page.headers });
+      }
+      if (signIn) return signIn(c, handler);
+      return respond(c, unpaid.body, { status: unpaid.status, headers: unpaid.headers });
     }
     const requestId = c.get("requestId");
     const requestLog = log.child({ requestId, operation: operation.id });

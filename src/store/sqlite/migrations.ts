@@ -229,4 +229,16 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX payments_payer_unfinished ON payments (payer, state) WHERE state IN ('verified', 'held');
     `,
   },
+  {
+    version: 11,
+    name: "sign-in-with-x: the nonces used, and a payer's payments by operation",
+    sql: `
+      CREATE TABLE sign_in_nonces (
+        nonce      TEXT PRIMARY KEY,
+        keep_until INTEGER NOT NULL
+      );
+      CREATE INDEX sign_in_nonces_keep_until ON sign_in_nonces (keep_until);
+      CREATE INDEX payments_payer_operation ON payments (payer, operation_id, created_at);
+    `,
+  },
 ];
