@@ -145,7 +145,8 @@ describe("sign-in-with-x: a buyer downloads again, a payer finds its jobs", () =
     const purchase = recordingFetch();
     const bought = await signInThenPay(buyer, purchase.fetch)(url);
     console.log(`PAYMENT-SIGNATURE of the purchase: ${purchase.paymentSignatureLengths.join(", ")} bytes`);
-    expect(Math.max(...purchase.paymentSignatureLengths)).toBeLessThanOrEqual(4096 - 1024);
+    // nginx reads a request header line into an 8 KB large_client_header_buffers buffer; held to the 4 KB the nginx test holds every route to.
+    expect(Math.max(...purchase.paymentSignatureLengths)).toBeLessThanOrEqual(4096);
     expect(bought.status).toBe(200);
     expect(bought.headers.get("payment-response")).toBeTruthy();
     const bytes = Buffer.from(await bought.arrayBuffer());
