@@ -218,7 +218,10 @@ describe("sign-in-with-x: a buyer downloads again, a payer finds its jobs", () =
     // Without a sign-in: a 402 asking for one (accepts: [], nothing to pay), a problem+json body.
     const asked = await fetch(listUrl);
     expect(asked.status).toBe(402);
-    expect((await asked.json()).type).toBe("urn:utility402:problem:sign-in-required");
+    const askedBody = await asked.json();
+    expect(askedBody.type).toBe("urn:utility402:problem:sign-in-required");
+    // A v1 client reads `error` and an empty `accepts`: told to sign in, not to send X-PAYMENT.
+    expect(askedBody).toMatchObject({ accepts: [], error: expect.stringMatching(/^sign-in required/) });
 
     // The official client with the official sign-in extension: the payer's own jobs, each as its view.
     const client = new x402Client().registerExtension(
