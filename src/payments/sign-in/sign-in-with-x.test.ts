@@ -8,8 +8,9 @@ import {
 } from "@x402/extensions/sign-in-with-x";
 import fc from "fast-check";
 import { privateKeyToAccount } from "viem/accounts";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { devPrivateKey } from "../../chain/dev-accounts.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
 import { SIGN_IN_MAX_AGE_MS, SignInChallenges, type SignInNonces, verifySignIn } from "./sign-in-with-x.ts";
 
 const ORIGIN = "https://utility402.example";
@@ -138,6 +139,35 @@ describe("sign-in-with-x: what is accepted", () => {
     expect("rejected" in replay && replay.rejected.extensions.errors).toEqual([
       { pointer: "/nonce", message: expect.stringContaining("used already") },
     ]);
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("refuses a replay at an instance whose clock is behind, after one whose clock is ahead forgot used nonces", async () => {
+    // Two instances sharing one store: "ahead" runs a minute early (NTP lost, a VM resumed). Each
+    // forgets used nonces by its own clock; a message is accepted by the package's clock (Date.now).
+    const store = new SqliteStore(":memory:");
+    const at = (offsetMs: number) => (header: string) =>
+      verifySignIn(header, { settings, paths: [PATH], nonces: store, now: () => Date.now() + offsetMs });
+    const [behind, ahead] = [at(0), at(60_000)];
+    try {
+      vi.useFakeTimers({ toFake: ["Date"] });
+      const first = encodeSIWxHeader(await signed(await freshInfo()));
+      expect(await behind(first)).toEqual({ address: wallet.address.toLowerCase() });
+      // Four and a half minutes later the message is still within its five minutes…
+      vi.setSystemTime(Date.now() + SIGN_IN_MAX_AGE_MS - 30_000);
+      // …when another wallet signs in at the instance ahead, whose clock says its nonce may go.
+      const another = encodeSIWxHeader(await signed(await freshInfo(), other));
+      expect(await ahead(another)).toEqual({ address: other.address.toLowerCase() });
+      const replay = await behind(first);
+      expect("rejected" in replay && replay.rejected.extensions.errors).toEqual([
+        { pointer: "/nonce", message: expect.stringContaining("used already") },
+      ]);
+    } finally {
+      await store.close();
+    }
   });
 
   it("accepts no tampered message: every signed field altered, truncated, dropped or swapped (generated)", async () => {
