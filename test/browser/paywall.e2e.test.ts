@@ -9,11 +9,10 @@ import { devAccount } from "../../src/chain/dev-accounts.ts";
 import { PAYWALL_CSP } from "../../src/http/paywall/paywall-page.ts";
 import { tenderShortlistGet } from "../../src/operations/tender-shortlist/index.ts";
 import { PAYMENT_REQUIRED_HEADER } from "../../src/payments/headers.ts";
-import { buildProducts } from "../../src/products/build.ts";
-import { products } from "../../src/products/index.ts";
 import type { ReleaseDescriptor } from "../../src/products/release.ts";
 import { fixturePages, startTedStandIn, type TedStandIn } from "../fixtures/ted/stand-in.ts";
 import { chromiumInstalled, launchChromium } from "../helpers/chromium.ts";
+import { buildOneRelease } from "../helpers/one-release.ts";
 import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 
 /**
@@ -81,16 +80,9 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
 
   beforeAll(async () => {
     chromiumInstalled.check();
-    work = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-paywall-"));
-    const releasesDir = path.join(work, "releases");
-    const [outcome] = await buildProducts(
-      { releasesDir, clinicalDb: path.join(work, "unused-clinical.sqlite") },
-      [PRODUCT],
-    );
-    if (outcome?.state !== "built") throw new Error(`${PRODUCT} not built: ${JSON.stringify(outcome)}`);
-    descriptor = outcome.descriptor;
-    const product = products.find((operation) => operation.path === `/v1/products/${PRODUCT}`);
-    if (!product) throw new Error(`no operation for ${PRODUCT}`);
+    const built = await buildOneRelease(PRODUCT, "utility402-paywall-");
+    ({ work, descriptor } = built);
+    const { releasesDir, product } = built;
     // TED answers with a recorded search, its dates moved to a clock frozen near now (as the tender tests do).
     const now = new Date(Math.floor(Date.now() / 1000) * 1000);
     const pages = fixturePages("search-response-03.json", now);
