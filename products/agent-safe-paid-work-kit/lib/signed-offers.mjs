@@ -5,8 +5,6 @@
 // The kit has no dependencies: the signatures are checked with the official verifier,
 // `@x402/extensions/offer-receipt`, which a buyer of an x402 v2 client already has beside
 // `@x402/fetch`. It is imported only when a 402 carries offers and the policy does not ignore them.
-import { V1_NETWORKS } from "./policy.mjs";
-
 export const OFFER_RECEIPT_PACKAGE = "@x402/extensions/offer-receipt";
 export const SIGNED_OFFER_MODES = ["ignore", "verify", "require"];
 
@@ -77,7 +75,9 @@ async function judgeOffer(lib, offer, { entry, resourceUrl, trusted, nowSeconds 
   const p = payload ?? {};
   const differs = [];
   if (p.scheme !== entry.scheme) differs.push(`scheme ${clip(p.scheme)} ≠ ${clip(entry.scheme)}`);
-  if ((V1_NETWORKS[p.network] ?? p.network) !== entry.network) differs.push(`network ${clip(p.network)} ≠ ${clip(entry.network)}`);
+  if (p.version !== 1) differs.push(`version ${clip(p.version)} is not 1, the only offer format this guard reads`);
+  // CAIP-2 in every offer, also for an x402 v1 entry named "base" (the extension's §4.2).
+  if (p.network !== entry.network) differs.push(`network ${clip(p.network)} ≠ ${clip(entry.network)}`);
   if (!same(p.asset, entry.asset)) differs.push(`asset ${clip(p.asset)} ≠ ${clip(entry.asset)}`);
   if (!same(p.payTo, entry.payTo)) differs.push(`payTo ${clip(p.payTo)} ≠ ${clip(entry.payTo)}`);
   if (String(p.amount) !== entry.amount || typeof p.amount !== "string") differs.push(`amount ${clip(p.amount)} ≠ ${clip(entry.amount)}`);
