@@ -122,6 +122,14 @@ describe("the guard pays this service, whose offers verify", () => {
     expect(await balance(payer.address)).toBe(before - BigInt(record?.amount as string));
   });
 
+  it("the default policy (verify, no trusted signer listed): paid, the offer's signer recorded", async () => {
+    const { pay, ledgerPath } = guardedPayer(policy());
+    expect((await pay(`${service.url}/v1/json-diff`, jsonPost(jsonDiff.example.input))).status).toBe(200);
+    expect(foldLedger(readLedger(ledgerPath))).toMatchObject([
+      { state: "settled", offerSigner: serviceSigner },
+    ]);
+  });
+
   it("the same service, but the policy trusts another signer for its origin: refused, nothing spent", async () => {
     const origin = new URL(service.url).origin;
     const { pay, ledgerPath, decisions } = guardedPayer(
@@ -292,18 +300,33 @@ describe("generated: no mutated offer gets a payment signed", () => {
       accepts: [{ ...entry }],
       extensions: offerExtension(offers),
     }) as PaymentRequired;
-  /** The guarded client signs (resolves) or the guard refuses (rejects); no HTTP, no chain. */
+  /**
+   * Whether the guarded client signs: the real x402HTTPClient and wrapFetchWithPayment, over a fetch
+   * that answers the 402 in-process (no socket, no chain) and 200 to whatever is signed.
+   */
   async function signs(offers: unknown[]): Promise<boolean> {
-    const core = registerExactEvmScheme(new x402Client(), { signer: payer });
-    guardClient(core, {
-      policy: policy({
-        rpc: undefined,
-        trustedOfferSigners: { "https://seller.example": [SELLER_KEY.address] },
-      }),
-      ledgerPath: ledgerFile(),
-    });
-    return core.createPaymentPayload(terms(offers)).then(
-      () => true,
+    const client = guardClient(
+      new x402HTTPClient(registerExactEvmScheme(new x402Client(), { signer: payer })),
+      {
+        policy: policy({
+          rpc: undefined,
+          trustedOfferSigners: { "https://seller.example": [SELLER_KEY.address] },
+        }),
+        ledgerPath: ledgerFile(),
+      },
+    );
+    const seller = async (input: RequestInfo | URL, init?: RequestInit) =>
+      new Request(input, init).headers.has("payment-signature")
+        ? new Response("{}", { status: 200 })
+        : new Response("{}", {
+            status: 402,
+            headers: { "payment-required": Buffer.from(JSON.stringify(terms(offers))).toString("base64") },
+          });
+    return wrapFetchWithPayment(
+      seller,
+      client,
+    )(RESOURCE).then(
+      (response) => response.status === 200,
       (error: Error) => {
         if (!/spend policy/.test(error.message)) throw error;
         return false;

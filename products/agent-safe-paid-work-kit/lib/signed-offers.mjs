@@ -115,6 +115,10 @@ export async function checkSignedOffer(policy, { paymentRequired, requirements, 
       ],
     };
   }
+  // The seller names its own resource URL: trust bound to an origin needs the URL actually requested.
+  if (!url && Object.keys(policy.trustedOfferSigners ?? {}).length > 0) {
+    return { reasons: ["trustedOfferSigners: guard the x402HTTPClient given to the transport, so the requested URL (and its origin) is known"] };
+  }
   // The resource the 402 names (v2: resource.url; v1: the entry's own resource).
   const resourceUrl = paymentRequired?.resource?.url ?? requirements?.resource ?? url;
   const origin = originOf(url ?? resourceUrl);

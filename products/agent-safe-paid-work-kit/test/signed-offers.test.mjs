@@ -64,6 +64,10 @@ test("an offer the verifier rejects, or for another entry, is refused with the r
   assert.match((await checkSignedOffer(base, { paymentRequired: withOffers([signed({ ...good, amount: "1" })]), requirements, payment, now, load })).reasons[0], /not for the entry to be paid: amount "1" ≠ "10"/);
   assert.match((await checkSignedOffer(base, { paymentRequired: withOffers([signed({ ...good, validUntil: now.getTime() / 1000 })]), requirements, payment, now, load })).reasons[0], /expired/);
   const trusting = { ...base, trustedOfferSigners: { "https://seller.example": ["0x1111111111111111111111111111111111111111"] } };
-  assert.match((await checkSignedOffer(trusting, { paymentRequired: withOffers([signed(good)]), requirements, payment, now, load })).reasons[0], /not in trustedOfferSigners/);
+  const url = "https://seller.example/x";
+  assert.match((await checkSignedOffer(trusting, { paymentRequired: withOffers([signed(good)]), requirements, payment, url, now, load })).reasons[0], /not in trustedOfferSigners/);
+  // The seller's own resource.url cannot pick the origin whose trust list applies.
+  assert.match((await checkSignedOffer(trusting, { paymentRequired: withOffers([signed(good)]), requirements, payment, now, load })).reasons[0], /guard the x402HTTPClient/);
+  assert.deepEqual(await checkSignedOffer({ ...base, trustedOfferSigners: { "https://seller.example": [PAYEE] } }, { paymentRequired: withOffers([signed(good)]), requirements, payment, url, now, load }), { offerSigner: PAYEE });
   assert.match((await checkSignedOffer(base, { paymentRequired: withOffers([{ format: "pgp" }]), requirements, payment, now, load })).reasons[0], /neither "eip712" nor "jws"/);
 });
