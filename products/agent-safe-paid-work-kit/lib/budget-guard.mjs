@@ -28,6 +28,7 @@ import { resolveLapsedAuthorizations } from "./chain.mjs";
 import { appendEntry, foldLedger, LedgerError, lapsedReservations, readLedger, repairLedger } from "./ledger.mjs";
 import { withLedgerLock } from "./lock.mjs";
 import { checkPolicy, decide, paymentOf, rankRequirements } from "./policy.mjs";
+import { checkSignedOffer } from "./signed-offers.mjs";
 
 export class PaymentDenied extends Error {
   constructor(decision) {
@@ -181,6 +182,10 @@ export function guardClient(
       // The seller's own resource.url is its word, not the URL we called.
       return refuse({ decision: "deny", reasons: ["hosts: guard the x402HTTPClient given to the transport, so the requested URL is known"] });
     }
+    // Before anything is reserved: a refused offer leaves no line but the caller's decision.
+    const offer = await checkSignedOffer(policy, { paymentRequired, requirements, payment, url: requestedUrls.get(paymentRequired), now: now() });
+    if (offer.reasons) return refuse({ decision: "deny", reasons: offer.reasons });
+    if (offer.offerSigner) payment.offerSigner = offer.offerSigner;
     let outcome;
     try {
       outcome = await decideAndReserve(payment, validitySeconds, false);
