@@ -70,6 +70,8 @@ export interface GuardOptions {
   lock?: { timeoutMs?: number; staleMs?: number };
   /** How long a payment waits for the policy's RPCs; what they did not answer stays counted (default 3000). */
   chainTimeoutMs?: number;
+  /** Resolves to the module @x402/extensions/offer-receipt where the kit's folder cannot import it (default: imported from the kit). */
+  offerVerifier?: () => Promise<unknown>;
 }
 
 /** The hooks of @x402/core's x402Client that the guard uses (x402HTTPClient: pass it, it has `.client`). */
