@@ -221,9 +221,11 @@ describe("a hostile seller's offers: refused before any signature, nothing spent
     }),
   ];
 
-  it.each(cases.map((make, i) => [make("http://127.0.0.1").name, i] as const))("%s", async (_name, i) => {
-    let current: Case | undefined;
-    const seller = await startHostileSeller({
+  /** A seller asking PRICE for PAYEE, settling honestly, whose 402 carries what `extensions` makes of it. */
+  const startOfferingSeller = (
+    extensions: (url: string, entry: Entry) => Promise<Record<string, unknown> | undefined>,
+  ) =>
+    startHostileSeller({
       rpcUrl,
       relayer: devAccount(4),
       terms: {
@@ -232,13 +234,14 @@ describe("a hostile seller's offers: refused before any signature, nothing spent
         maxTimeoutSeconds: 60,
         receipt: "honest",
       },
-      extensions: async (required) =>
-        current?.offers
-          ? offerExtension(
-              await current.offers(required.resource.url, required.accepts[0] as unknown as Entry),
-            )
-          : undefined,
+      extensions: (required) => extensions(required.resource.url, required.accepts[0] as unknown as Entry),
     });
+
+  it.each(cases.map((make, i) => [make("http://127.0.0.1").name, i] as const))("%s", async (_name, i) => {
+    let current: Case | undefined;
+    const seller = await startOfferingSeller(async (url, entry) =>
+      current?.offers ? offerExtension(await current.offers(url, entry)) : undefined,
+    );
     closers.push(seller.close);
     current = cases[i]?.(seller.url) as Case;
     const { pay, ledgerPath, decisions } = guardedPayer(policy(current.spend));
@@ -252,20 +255,9 @@ describe("a hostile seller's offers: refused before any signature, nothing spent
   });
 
   it("control: the same seller with an honest, trusted offer is paid and settles on chain", async () => {
-    const seller = await startHostileSeller({
-      rpcUrl,
-      relayer: devAccount(4),
-      terms: {
-        version: 2,
-        offers: () => [{ amount: PRICE, payTo: PAYEE }],
-        maxTimeoutSeconds: 60,
-        receipt: "honest",
-      },
-      extensions: async (required) =>
-        offerExtension([
-          await signedOffer(honestPayload(required.resource.url, required.accepts[0] as unknown as Entry)),
-        ]),
-    });
+    const seller = await startOfferingSeller(async (url, entry) =>
+      offerExtension([await signedOffer(honestPayload(url, entry))]),
+    );
     closers.push(seller.close);
     const { pay, ledgerPath } = guardedPayer(
       policy({
