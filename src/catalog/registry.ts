@@ -1,3 +1,4 @@
+import type { AnyFreeRoute, AnyOperation } from "../contract/operation.ts";
 import { chainArbitrageSnapshot } from "../operations/chain-arbitrage-snapshot/index.ts";
 import { clinicalTrialsQuery } from "../operations/clinical-trials-query/index.ts";
 import { csvCleanup } from "../operations/csv-cleanup/index.ts";
@@ -8,7 +9,6 @@ import { researchBrief } from "../operations/research-brief/index.ts";
 import { tenderShortlist, tenderShortlistGet } from "../operations/tender-shortlist/index.ts";
 import { unitConvert, unitListRoute } from "../operations/unit-convert/index.ts";
 import { products } from "../products/index.ts";
-import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 
 /** Every paid operation of SPEC.md: the only list of paths and prices in the code base. */
 export const OPERATIONS: readonly AnyOperation[] = [

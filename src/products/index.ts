@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { defineOperation, type StartedOperation } from "../catalog/operation.ts";
+import { defineOperation, type StartedOperation } from "../contract/operation.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
 import { Problem } from "../problem.ts";
 import type { ProductSlug } from "./build.ts";

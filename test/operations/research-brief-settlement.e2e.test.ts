@@ -1,9 +1,9 @@
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineOperation } from "../../src/catalog/operation.ts";
 import { devAccounts, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
+import { defineOperation } from "../../src/contract/operation.ts";
 import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { openStore } from "../../src/store/open-store.ts";
 import { paymentKeyOf, spendNonceElsewhere, startFlakyRpc } from "../helpers/payment-faults.ts";

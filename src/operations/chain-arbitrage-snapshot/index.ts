@@ -1,6 +1,6 @@
 import { createPublicClient, fallback, http, type PublicClient } from "viem";
-import { defineOperation } from "../../catalog/operation.ts";
 import { ensureLocalDex } from "../../chain/dex/local-dex.ts";
+import { defineOperation } from "../../contract/operation.ts";
 import { Problem } from "../../problem.ts";
 import { BASE_MAINNET_ADDRESSES, type ChainAddresses, LOCAL_CHAIN_ADDRESSES } from "./addresses.ts";
 import {

@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { defineOperation } from "../../catalog/operation.ts";
+import { defineOperation } from "../../contract/operation.ts";
 import { Problem } from "../../problem.ts";
 import { openForReading, StaleDatabaseError, type TrialsDatabase } from "./database.ts";
 import { describeOperation } from "./dataset.ts";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
-import type { OperationEnvironment, StartedOperation } from "../../catalog/operation.ts";
-import { defineOperation } from "../../catalog/operation.ts";
+import type { OperationEnvironment, StartedOperation } from "../../contract/operation.ts";
+import { defineOperation } from "../../contract/operation.ts";
 import { POLL_AFTER_SECONDS } from "../../jobs/job-view.ts";
 import { type JobHandler, livenessSince } from "../../jobs/worker.ts";
 import { Problem } from "../../problem.ts";

@@ -2,7 +2,7 @@ import {
   defineOperation,
   type OperationEnvironment,
   type StartedOperation,
-} from "../../catalog/operation.ts";
+} from "../../contract/operation.ts";
 import { limitConcurrency } from "../retry.ts";
 import { buildExpertQuery } from "./expert-query.ts";
 import { fetchNotices } from "./fetch-notices.ts";
