@@ -13,26 +13,58 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
-/** A file (or folder, ending in "/") of the checked tree that must not import any of `forbidden`. */
-export interface LayerRule {
-  from: string;
-  forbidden: string[];
-  why: string;
-}
+const matches = (file: string, pattern: string) =>
+  pattern.endsWith("/") ? file.startsWith(pattern) : file === pattern;
+
+/**
+ * A file (or folder, ending in "/") of the checked tree that must not import any of `forbidden`, or, a
+ * leaf, imports nothing of the checked tree but `only`.
+ */
+export type LayerRule = { from: string; why: string } & ({ forbidden: string[] } | { only: string[] });
 
 /** Paths relative to the checked folder (src/). */
 export const LAYER_RULES: LayerRule[] = [
   {
+    from: "contract/",
+    only: ["contract/"],
+    why: "the operation contract is a leaf every operation folder imports: it names no service singleton and no room above it",
+  },
+  {
     from: "operations/",
-    forbidden: ["payments/", "http/", "app.ts"],
-    why: "an operation is a pure utility: it knows neither how it is paid for nor how it is served",
+    forbidden: ["payments/", "http/", "mcp/", "documents/", "catalog/", "app.ts"],
+    why: "an operation is a pure utility: it knows neither how it is paid for, nor how it is served, nor the list it is on",
   },
   {
     from: "payments/",
-    forbidden: ["catalog/registry.ts"],
-    why: "payments work on the operation they are given, never on the list of all operations",
+    forbidden: ["catalog/", "documents/", "mcp/"],
+    why: "payments work on the operation they are given, never on the list of all operations or the documents",
+  },
+  {
+    from: "catalog/",
+    forbidden: ["documents/", "mcp/", "http/"],
+    why: "the registry stands below the doors, which serve what it lists",
+  },
+  {
+    from: "mcp/",
+    forbidden: ["documents/"],
+    why: "the documents stand above the doors: they describe the MCP door, the door never reads them",
+  },
+  {
+    from: "http/",
+    forbidden: ["documents/"],
+    why: "the documents stand above the doors: they describe the HTTP routes, the routes never read them",
   },
 ];
+
+const breaks = (rule: LayerRule, target: string) =>
+  "only" in rule
+    ? !rule.only.some((pattern) => matches(target, pattern))
+    : rule.forbidden.some((pattern) => matches(target, pattern));
+
+const ruleText = (rule: LayerRule) =>
+  "only" in rule
+    ? `${rule.from} imports only ${rule.only.join(", ")}`
+    : `${rule.from} never imports ${rule.forbidden.join(", ")}`;
 
 export interface LayerViolation {
   file: string;
@@ -138,9 +170,6 @@ function shortestPath(graph: Map<string, string[]>, tangle: Set<string>, from: s
   return path;
 }
 
-const matches = (file: string, pattern: string) =>
-  pattern.endsWith("/") ? file.startsWith(pattern) : file === pattern;
-
 /**
  * Every loop (in each tangle of files that import one another, chains until every import inside it is
  * in one) and every layer violation under `root`. Paths in the report are relative
@@ -175,10 +204,8 @@ export function checkImports(root: string, rules: LayerRule[] = LAYER_RULES): Im
   for (const [file, targets] of graph) {
     for (const rule of rules) {
       if (!matches(file, rule.from)) continue;
-      for (const target of targets) {
-        if (rule.forbidden.some((pattern) => matches(target, pattern)))
-          violations.push({ file, imports: target, rule });
-      }
+      for (const target of targets)
+        if (breaks(rule, target)) violations.push({ file, imports: target, rule });
     }
   }
   return { loops, violations };
@@ -190,7 +217,7 @@ export function formatReport(report: ImportReport, rootName: string): string[] {
     ...report.loops.map((loop) => `import loop: ${loop.map(at).join(" → ")}`),
     ...report.violations.map(
       ({ file, imports, rule }) =>
-        `layer rule: ${at(file)} imports ${at(imports)} (${rule.from} never imports ${rule.forbidden.join(", ")}: ${rule.why})`,
+        `layer rule: ${at(file)} imports ${at(imports)} (${ruleText(rule)}: ${rule.why})`,
     ),
   ];
 }

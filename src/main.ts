@@ -2,9 +2,9 @@ import "./gc-tuning.ts";
 import { format } from "node:util";
 import { serve } from "@hono/node-server";
 import type { Logger } from "pino";
-import type { StartedOperation } from "./catalog/operation.ts";
 import { OPERATIONS } from "./catalog/registry.ts";
 import { ConfigError, loadConfig } from "./config.ts";
+import type { StartedOperation } from "./contract/operation.ts";
 import { createWorker, jobHandlers } from "./jobs/run-workers.ts";
 import { createLogger } from "./log.ts";
 import {

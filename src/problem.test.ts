@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { buildOpenApiDocument } from "./catalog/openapi.ts";
+import { buildOpenApiDocument } from "./documents/openapi.ts";
 import { PROBLEM_TYPES, Problem, problemTypeList } from "./problem.ts";
 
 const catalogue: Record<string, { status: number; title: string }> = PROBLEM_TYPES;

@@ -8,22 +8,23 @@ import type { Hono } from "hono";
 import type { Logger } from "pino";
 import { privateKeyToAccount } from "viem/accounts";
 import { buildApp, type Documents, type Readiness } from "./app.ts";
-import { buildAgentSkills } from "./catalog/agent-skills.ts";
-import { buildCatalogDocument } from "./catalog/catalog-document.ts";
-import { buildLlmsTxt } from "./catalog/llms-txt.ts";
-import { buildOpenApiDocument } from "./catalog/openapi.ts";
-import type { AnyOperation, OperationEnvironment, StartedOperation } from "./catalog/operation.ts";
 import { FREE_ROUTES, OPERATIONS } from "./catalog/registry.ts";
-import { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { devPrivateKey } from "./chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "./chain/local-chain.ts";
 import type { Config } from "./config.ts";
+import type { AnyOperation, StartedOperation } from "./contract/operation.ts";
+import { buildAgentSkills } from "./documents/agent-skills.ts";
+import { buildCatalogDocument } from "./documents/catalog-document.ts";
+import { buildLlmsTxt } from "./documents/llms-txt.ts";
+import { buildOpenApiDocument } from "./documents/openapi.ts";
+import { buildX402Manifest } from "./documents/x402-manifest.ts";
 import { guardConnections, httpServerOptions, limitRequestsPerClient } from "./http/connection-limits.ts";
 import { type HealthListener, startHealthListener } from "./http/health-listener.ts";
 import { x402HttpAnswers } from "./http/x402-answers.ts";
 import type { Job } from "./jobs/queue.ts";
 import { createWorker, describeWorkers, jobHandlers } from "./jobs/run-workers.ts";
 import { Metrics } from "./metrics.ts";
+import type { OperationEnvironment, ServiceOperation } from "./operation-environment.ts";
 import { createPaymentBackend, type PaymentBackend } from "./payments/facilitator/facilitator.ts";
 import { PaymentGate } from "./payments/resource-server/gate.ts";
 import { whyHeldPaymentUnpayable } from "./payments/resource-server/held-payment-precheck.ts";
@@ -73,7 +74,7 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
     ),
   ]);
 
-type StartOptions = { operations?: readonly AnyOperation[]; clock?: () => number };
+type StartOptions = { operations?: readonly ServiceOperation[]; clock?: () => number };
 type Started = Map<string, StartedOperation<unknown, unknown>>;
 
 /** What every start-up step is given: the settings, the log, the clock, the stack it pushes its closer on. */
@@ -292,7 +293,7 @@ function withoutChainAccess(
 /** Binds each operation to this service (by id); one without a handler or `start` answers 501. */
 async function startOperations(
   { shutdown }: StartContext,
-  operations: readonly AnyOperation[],
+  operations: readonly ServiceOperation[],
   env: OperationEnvironment,
   chainRpc: string | undefined,
 ): Promise<Started> {

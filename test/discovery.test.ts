@@ -8,10 +8,10 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inputJsonSchema } from "../src/catalog/json-schema.ts";
-import { atomicPrice } from "../src/catalog/price.ts";
 import { isImplemented, OPERATIONS } from "../src/catalog/registry.ts";
 import { BASE_NETWORK, BASE_USDC_ADDRESS } from "../src/config.ts";
+import { inputJsonSchema } from "../src/contract/json-schema.ts";
+import { atomicPrice } from "../src/contract/price.ts";
 import { startDiscoveryService } from "./discovery/service.ts";
 import type { TestService } from "./helpers/service.ts";
 

@@ -1,11 +1,11 @@
 import pino from "pino";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineOperation } from "../src/catalog/operation.ts";
 import { devAccounts, devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../src/config.ts";
+import { defineOperation } from "../src/contract/operation.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { createAuthorizationChecker } from "../src/payments/settler/authorization-state.ts";
 import { openStore } from "../src/store/open-store.ts";

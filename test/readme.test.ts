@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { atomicPrice } from "../src/catalog/price.ts";
 import { isImplemented, OPERATIONS } from "../src/catalog/registry.ts";
+import { atomicPrice } from "../src/contract/price.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { defineOperation } from "../src/catalog/operation.ts";
+import { defineOperation } from "../src/contract/operation.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { freePort, startTestService } from "./helpers/service.ts";
 

@@ -1,3 +1,5 @@
+import type { AnyFreeRoute, AnyOperation } from "../contract/operation.ts";
+import type { ServiceOperation } from "../operation-environment.ts";
 import { chainArbitrageSnapshot } from "../operations/chain-arbitrage-snapshot/index.ts";
 import { clinicalTrialsQuery } from "../operations/clinical-trials-query/index.ts";
 import { csvCleanup } from "../operations/csv-cleanup/index.ts";
@@ -8,10 +10,12 @@ import { researchBrief } from "../operations/research-brief/index.ts";
 import { tenderShortlist, tenderShortlistGet } from "../operations/tender-shortlist/index.ts";
 import { unitConvert, unitListRoute } from "../operations/unit-convert/index.ts";
 import { products } from "../products/index.ts";
-import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 
-/** Every paid operation of SPEC.md: the only list of paths and prices in the code base. */
-export const OPERATIONS: readonly AnyOperation[] = [
+/**
+ * Every paid operation of SPEC.md: the only list of paths and prices in the code base. Typed as operations
+ * this service can start: an operation whose `start` wants another environment does not compile.
+ */
+export const OPERATIONS: readonly ServiceOperation[] = [
   tenderShortlist,
   tenderShortlistGet,
   csvCleanup,

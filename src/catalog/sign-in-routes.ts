@@ -1,5 +1,5 @@
+import type { AnyOperation } from "../contract/operation.ts";
 import { SIGN_IN_HEADER } from "../payments/sign-in/sign-in-with-x.ts";
-import type { AnyOperation } from "./operation.ts";
 import { JOB_STATUS_PATH } from "./registry.ts";
 
 /** The route that lists a signed-in wallet's research jobs (sign-in only: nothing is sold there). */

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { afterAll, describe, expect, it } from "vitest";
 import { BODY_OPERATION } from "../../test/helpers/body-operation.ts";
-import { type AnyOperation, defineOperation } from "../catalog/operation.ts";
+import { type AnyOperation, defineOperation } from "../contract/operation.ts";
 import { MAX_JSON_DEPTH } from "../input/parse-input.ts";
 import { Problem } from "../problem.ts";
 import { closeLargeJsonBodyPool, INLINE_JSON_BODY_BYTES, largeJsonBodyPool } from "./large-json-body.ts";

@@ -1,4 +1,4 @@
-import type { AnyOperation } from "../catalog/operation.ts";
+import type { AnyOperation } from "../contract/operation.ts";
 import { defaultPoolSize, serviceDeadlines, WorkerPool, workerModule } from "../operations/worker-pool.ts";
 
 /**

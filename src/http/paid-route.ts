@@ -2,7 +2,7 @@ import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload } from "@x402/core/types";
 import type { Context } from "hono";
 import type { Logger } from "pino";
-import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
+import type { AnyOperation, StartedOperation } from "../contract/operation.ts";
 import {
   DOWNLOAD_TOKEN_HEADER,
   PAYMENT_REQUIRED_HEADER,

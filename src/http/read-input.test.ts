@@ -7,7 +7,7 @@ import {
   defineOperation,
   type JsonBodyLimits,
   type RequestBody,
-} from "../catalog/operation.ts";
+} from "../contract/operation.ts";
 import { checkJsonStructure, decodeBody } from "../input/parse-input.ts";
 import { Problem } from "../problem.ts";
 import { INLINE_JSON_BODY_BYTES } from "./large-json-body.ts";

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { AnyOperation, RequestBody } from "../catalog/operation.ts";
+import type { AnyOperation, RequestBody } from "../contract/operation.ts";
 import { decodeBody, parseJsonBody, queryToObject } from "../input/parse-input.ts";
 import { invalidRequest, Problem, zodIssuesToFieldErrors } from "../problem.ts";
 import { INLINE_JSON_BODY_BYTES, parseLargeJsonBody } from "./large-json-body.ts";

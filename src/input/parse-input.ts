@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { AnyOperation, JsonBodyLimits, RequestBody } from "../catalog/operation.ts";
+import type { AnyOperation, JsonBodyLimits, RequestBody } from "../contract/operation.ts";
 import { escapePointerToken, type FieldError, invalidRequest, toPointer } from "../problem.ts";
 
 /*

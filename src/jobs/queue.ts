@@ -13,6 +13,7 @@
  * until its held payment is settled (→ succeeded) or refused (→ failed, result withheld); a job
  * whose held payment runs out of time is failed (`expire`) wherever it is.
  */
+import type { JobProgress } from "../contract/operation.ts";
 
 export type JobState = "awaiting_payment" | "queued" | "running" | "ready" | "succeeded" | "failed";
 
@@ -22,12 +23,8 @@ export interface JobError {
   message: string;
 }
 
-export interface JobProgress {
-  /** What the job is doing now, e.g. "searching", "reading sources". */
-  stage: string;
-  /** 0 to 1, when known. */
-  fraction?: number;
-}
+// What a job is doing is the operation's to say (its job run reports it), so the contract defines it.
+export type { JobProgress };
 
 export interface Job {
   id: string;

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { StartedOperation } from "../catalog/operation.ts";
 import type { Config } from "../config.ts";
+import type { StartedOperation } from "../contract/operation.ts";
 import type { Job, JobQueue } from "./queue.ts";
 import { type JobHandler, JobWorker, livenessSince } from "./worker.ts";
 

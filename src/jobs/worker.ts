@@ -1,15 +1,12 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { Logger } from "pino";
+import type { JobRun } from "../contract/operation.ts";
 import type { Job, JobProgress, JobQueue } from "./queue.ts";
 
-export interface JobContext {
+/** What the worker gives a handler: an operation's job run (the contract's JobRun), and the job itself. */
+export interface JobContext extends JobRun {
   job: Job;
-  log: Logger;
-  /** Aborted when the worker lost the job's lease (another worker has it now) or is stopping. */
-  signal: AbortSignal;
-  /** Records what the job is doing (shown to the client polling it) and renews the lease. */
-  progress(progress: JobProgress): Promise<void>;
 }
 
 /** Runs one job of a type; resolves with the result, throws JobFailure (or anything) to fail it. */

@@ -1,4 +1,4 @@
-import type { AnyOperation } from "../catalog/operation.ts";
+import type { AnyOperation } from "../contract/operation.ts";
 
 /*
  * What the discovery documents say of the MCP endpoint, from the one registry: its path, its transport,

@@ -1,4 +1,4 @@
-import type { AnyOperation } from "../catalog/operation.ts";
+import type { AnyOperation } from "../contract/operation.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { GET_JOB_TOOL, isTool, MCP_PATH, MCP_TRANSPORT, mcpEndpoint } from "./endpoint.ts";
 import { toolTerms } from "./tool-terms.ts";

@@ -8,9 +8,9 @@ import {
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
-import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
 import { JOB_STATUS_PATH } from "../catalog/registry.ts";
 import { SERVICE } from "../catalog/service.ts";
+import type { AnyOperation, StartedOperation } from "../contract/operation.ts";
 import { INLINE_JSON_BODY_BYTES } from "../http/large-json-body.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
 import type { SignedOffers } from "../payments/resource-server/signed-offers.ts";

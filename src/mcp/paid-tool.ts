@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { PaymentRequired } from "@x402/core/types";
 import type { Logger } from "pino";
-import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
+import type { AnyOperation, StartedOperation } from "../contract/operation.ts";
 import { httpAnswer } from "../http/paid-route.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
 import { asPaymentPayload, paidRequestOf } from "../payments/resource-server/paid-request.ts";

@@ -1,4 +1,4 @@
-import type { AnyOperation } from "../catalog/operation.ts";
+import type { AnyOperation } from "../contract/operation.ts";
 import { INLINE_JSON_BODY_BYTES, parseLargeJsonBody } from "../http/large-json-body.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../http/read-input.ts";
 import { bodyByteLength, parseJsonBody } from "../input/parse-input.ts";

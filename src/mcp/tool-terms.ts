@@ -1,8 +1,8 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import { inputJsonSchema, outputJsonSchema } from "../catalog/json-schema.ts";
-import type { AnyOperation } from "../catalog/operation.ts";
+import { inputJsonSchema, outputJsonSchema } from "../contract/json-schema.ts";
+import type { AnyOperation } from "../contract/operation.ts";
 import {
   briefExampleInput,
   mcpToolResource,

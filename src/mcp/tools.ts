@@ -1,6 +1,6 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
-import { inputJsonSchema, outputJsonSchema } from "../catalog/json-schema.ts";
-import type { AnyOperation } from "../catalog/operation.ts";
+import { inputJsonSchema, outputJsonSchema } from "../contract/json-schema.ts";
+import type { AnyOperation } from "../contract/operation.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { GET_JOB_TOOL, isTool } from "./endpoint.ts";
 import type { ToolCall } from "./paid-tool.ts";

@@ -1,6 +1,6 @@
 import os from "node:os";
 import { Worker } from "node:worker_threads";
-import type { RequestBody } from "../catalog/operation.ts";
+import type { RequestBody } from "../contract/operation.ts";
 import { Problem, type ProblemBody, type ProblemType } from "../problem.ts";
 
 /**

@@ -212,7 +212,7 @@ function buildInputs(slug: RepositoryProduct, sourcesDir: string): string[] {
         ...builder,
         "src/operations/unit-convert",
         "src/problem.ts",
-        "src/catalog",
+        "src/contract",
         "data/units.json",
         "node_modules/zod/package.json",
         "node_modules/typescript/package.json",

@@ -1,8 +1,9 @@
 import fs from "node:fs";
 import { Readable } from "node:stream";
+import type { FileBody } from "../contract/operation.ts";
 import { DOWNLOAD_TOKEN_HEADER, PAYMENT_RESPONSE_HEADER } from "../payments/headers.ts";
 import { Problem } from "../problem.ts";
-import type { FileBody, StoredOutcome } from "../store/store.ts";
+import type { StoredOutcome } from "../store/store.ts";
 
 /** Response headers a browser-based agent needs to read to resume a download. */
 export const DOWNLOAD_RESPONSE_HEADERS = [

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { defineOperation, type StartedOperation } from "../catalog/operation.ts";
+import { defineOperation, type StartedOperation } from "../contract/operation.ts";
+import type { OperationEnvironment } from "../operation-environment.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
 import { Problem } from "../problem.ts";
 import type { ProductSlug } from "./build.ts";
@@ -144,6 +145,6 @@ export const products = PRODUCTS.map((product) =>
       },
       { status: 503, description: "The product release is temporarily unavailable; no payment is taken." },
     ],
-    start: (env) => startProduct(product.slug, env.config.releasesDir),
+    start: (env: OperationEnvironment) => startProduct(product.slug, env.config.releasesDir),
   }),
 );

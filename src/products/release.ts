@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import type { FileBody } from "../contract/operation.ts";
 import { Problem } from "../problem.ts";
-import type { FileBody } from "../store/store.ts";
 import { hashFile } from "./zip.ts";
 
 /** What the builder writes beside each archive (`<slug>.json`): the release a download serves. */

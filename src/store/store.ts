@@ -1,4 +1,5 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { FileBody } from "../contract/operation.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 
 /**
@@ -31,14 +32,6 @@ export interface StoredOutcome {
   file?: FileBody;
   /** A sold download's first caller (sha256 of its address): its own prompt retry needs no download token. */
   firstCaller?: string;
-}
-
-/** A release file a paid download streams; its bytes never pass through the store. */
-export interface FileBody {
-  path: string;
-  size: number;
-  /** Hex sha256 of the whole file: its ETag. */
-  sha256: string;
 }
 
 export interface NewPayment {

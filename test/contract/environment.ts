@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { AnyOperation } from "../../src/catalog/operation.ts";
+import type { AnyOperation } from "../../src/contract/operation.ts";
 import { buildProducts } from "../../src/products/build.ts";
 import { products } from "../../src/products/index.ts";
 import { fixturePages, startTedStandIn } from "../fixtures/ted/stand-in.ts";

@@ -1,4 +1,4 @@
-import type { AnyOperation } from "../../src/catalog/operation.ts";
+import type { AnyOperation } from "../../src/contract/operation.ts";
 import { queryToObject } from "../../src/input/parse-input.ts";
 import { toPointer, zodIssuesToFieldErrors } from "../../src/problem.ts";
 

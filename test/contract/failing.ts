@@ -1,4 +1,4 @@
-import { type AnyOperation, defineOperation } from "../../src/catalog/operation.ts";
+import { type AnyOperation, defineOperation } from "../../src/contract/operation.ts";
 
 export const FAILURE = "contract suite: the operation's work fails";
 

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import { createPublicClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AnyOperation } from "../../src/catalog/operation.ts";
 import { isImplemented, OPERATIONS } from "../../src/catalog/registry.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer, type Payer, paymentReceipt } from "../../src/client/paying-fetch.ts";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
+import type { AnyOperation } from "../../src/contract/operation.ts";
 import { openStore } from "../../src/store/open-store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { paymentKeyOf } from "../helpers/payment-faults.ts";

@@ -10,12 +10,12 @@ import {
 import pino from "pino";
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineOperation } from "../../src/catalog/operation.ts";
 import { OPERATIONS } from "../../src/catalog/registry.ts";
-import { buildX402Manifest } from "../../src/catalog/x402-manifest.ts";
 import { devAccount, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer } from "../../src/client/paying-fetch.ts";
 import { loadConfig } from "../../src/config.ts";
+import { defineOperation } from "../../src/contract/operation.ts";
+import { buildX402Manifest } from "../../src/documents/x402-manifest.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
 import {
   DEV_OFFER_RECEIPT_KEY,

@@ -1,8 +1,8 @@
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { atomicPrice } from "../../src/catalog/price.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { atomicPrice } from "../../src/contract/price.ts";
 import { unitConvert } from "../../src/operations/unit-convert/index.ts";
 import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 import { toolPayer } from "../mcp/paying-mcp-client.ts";

@@ -22,14 +22,27 @@ describe("the import check (scripts/check-imports.ts, run by npm run lint)", () 
     ]);
   });
 
-  it("reports operations importing payments or http, and payments importing the registry", () => {
+  it("reports operations importing payments, http or the registry, payments importing the registry, the contract importing outside itself, and a door importing the documents", () => {
     const report = checkImports(fixture("layers"));
     expect(report.loops).toEqual([]);
     expect(report.violations.map(({ file, imports }) => `${file} → ${imports}`).sort()).toEqual([
+      "contract/price.ts → config.ts",
+      "mcp/door.ts → documents/openapi.ts",
+      "operations/tool.ts → catalog/registry.ts",
       "operations/tool.ts → http/read.ts",
       "operations/tool.ts → payments/gate.ts",
       "payments/gate.ts → catalog/registry.ts",
     ]);
+  });
+
+  it("names the rule a leaf breaks by what it may import", () => {
+    const errors: string[] = [];
+    expect(runCheck(fixture("layers"), { error: (line) => errors.push(line), log: () => {} })).toBe(1);
+    const at = (file: string) => path.join(fixture("layers"), file);
+    expect(errors).toContain(
+      `layer rule: ${at("contract/price.ts")} imports ${at("config.ts")} (contract/ imports only contract/: ` +
+        "the operation contract is a leaf every operation folder imports: it names no service singleton and no room above it)",
+    );
   });
 
   // In process: spawning the script cost ~20 s of a TypeScript loader's start-up per run, and `npm run lint`

@@ -1,8 +1,8 @@
 import net from "node:net";
 import type { PaymentRequired } from "@x402/core/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { atomicPrice } from "../../src/catalog/price.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { atomicPrice } from "../../src/contract/price.ts";
 import { MAX_JSON_DEPTH } from "../../src/input/parse-input.ts";
 import { humanoidFmeaQuery } from "../../src/operations/humanoid-fmea-query/index.ts";
 import { jsonDiff } from "../../src/operations/json-diff/index.ts";

@@ -1,7 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { atomicPrice } from "../../src/catalog/price.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { atomicPrice } from "../../src/contract/price.ts";
 import { unitConvert } from "../../src/operations/unit-convert/index.ts";
 import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 import { connectMcp, payTool, receiptOf, toolPayer } from "./paying-mcp-client.ts";

@@ -1,9 +1,10 @@
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineOperation } from "../../src/catalog/operation.ts";
 import { devAccounts, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { type LocalChain, startLocalChain } from "../../src/chain/local-chain.ts";
 import { createPayer, paymentReceipt } from "../../src/client/paying-fetch.ts";
+import { defineOperation } from "../../src/contract/operation.ts";
+import type { OperationEnvironment } from "../../src/operation-environment.ts";
 import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { openStore } from "../../src/store/open-store.ts";
 import { paymentKeyOf, spendNonceElsewhere, startFlakyRpc } from "../helpers/payment-faults.ts";
@@ -121,7 +122,7 @@ describe("a held research payment whose authorization is spent elsewhere while t
   // The payer spends the authorization's nonce elsewhere after the job was accepted, before its brief is ready.
   const spendsWhileRunning = defineOperation({
     ...researchBrief,
-    start: async (env) => {
+    start: async (env: OperationEnvironment) => {
       const started = await (researchBrief.start as NonNullable<typeof researchBrief.start>)(env);
       const run = started.jobHandler as NonNullable<typeof started.jobHandler>;
       return {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { parseHTML } from "linkedom";
 import { describe, expect, it } from "vitest";
-import type { AnyOperation } from "../../catalog/operation.ts";
+import type { AnyOperation } from "../../contract/operation.ts";
 import type { PaymentTerms } from "../../payments/resource-server/terms.ts";
 import { isBrowserNavigation, PAYWALL_SCRIPT_PATH, type PaywallData, paywallPage } from "./paywall-page.ts";
 

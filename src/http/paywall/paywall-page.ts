@@ -1,4 +1,4 @@
-import type { AnyOperation } from "../../catalog/operation.ts";
+import type { AnyOperation } from "../../contract/operation.ts";
 import { PAYMENT_REQUIRED_HEADER } from "../../payments/headers.ts";
 import type { PaymentTerms } from "../../payments/resource-server/terms.ts";
 import type { StoredOutcome } from "../../store/store.ts";

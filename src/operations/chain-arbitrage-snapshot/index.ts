@@ -1,6 +1,7 @@
 import { createPublicClient, fallback, http, type PublicClient } from "viem";
-import { defineOperation } from "../../catalog/operation.ts";
 import { ensureLocalDex } from "../../chain/dex/local-dex.ts";
+import { defineOperation } from "../../contract/operation.ts";
+import type { OperationEnvironment } from "../../operation-environment.ts";
 import { Problem } from "../../problem.ts";
 import { BASE_MAINNET_ADDRESSES, type ChainAddresses, LOCAL_CHAIN_ADDRESSES } from "./addresses.ts";
 import {
@@ -66,7 +67,7 @@ export const chainArbitrageSnapshot = defineOperation({
     },
     { status: 503, description: "No chain RPC is configured (RPC_URL); nothing is charged." },
   ],
-  async start({ config, localChain, log }) {
+  async start({ config, localChain, log }: OperationEnvironment) {
     // Local mode quotes the local chain's DEX (deployed on first start, kept with the chain's state),
     // unless RPC_URL points elsewhere (e.g. Base itself): then the Base addresses apply.
     const quotesLocalChain = localChain !== undefined && !config.payment.rpcUrl;

@@ -1,5 +1,6 @@
 import fs from "node:fs";
-import { defineOperation } from "../../catalog/operation.ts";
+import { defineOperation } from "../../contract/operation.ts";
+import type { OperationEnvironment } from "../../operation-environment.ts";
 import { Problem } from "../../problem.ts";
 import { openForReading, StaleDatabaseError, type TrialsDatabase } from "./database.ts";
 import { describeOperation } from "./dataset.ts";
@@ -12,7 +13,11 @@ import {
   ClinicalTrialsQueryResponse,
 } from "./schema.ts";
 
-export const clinicalTrialsQuery = defineOperation<ClinicalTrialsQueryInput, ClinicalTrialsQueryOutput>({
+export const clinicalTrialsQuery = defineOperation<
+  ClinicalTrialsQueryInput,
+  ClinicalTrialsQueryOutput,
+  OperationEnvironment
+>({
   id: "clinical-trials-query",
   method: "POST",
   path: "/v1/clinical-trials-query",

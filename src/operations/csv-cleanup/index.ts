@@ -1,4 +1,4 @@
-import { type BodyRequest, defineOperation, type RequestBody } from "../../catalog/operation.ts";
+import { type BodyRequest, defineOperation, type RequestBody } from "../../contract/operation.ts";
 import { bodyByteLength } from "../../input/parse-input.ts";
 import {
   defaultPoolSize,

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { CsvError, parse as parseCsv } from "csv-parse/sync";
 import { z } from "zod";
 import { canonicalJson } from "../../canonical-json.ts";
-import type { RequestBody } from "../../catalog/operation.ts";
+import type { RequestBody } from "../../contract/operation.ts";
 import { decodeBody, parseJsonBody, queryToObject } from "../../input/parse-input.ts";
 import { type FieldError, invalidRequest, toPointer, zodIssuesToFieldErrors } from "../../problem.ts";
 import { cleanupRows } from "./cleanup.ts";

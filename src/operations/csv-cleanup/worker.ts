@@ -1,4 +1,4 @@
-import type { RequestBody } from "../../catalog/operation.ts";
+import type { RequestBody } from "../../contract/operation.ts";
 import { serveWorker } from "../worker-pool.ts";
 import { readCsvCleanupRequest, requestDigest, runCleanup } from "./read-request.ts";
 

@@ -1,4 +1,4 @@
-import { defineOperation } from "../../catalog/operation.ts";
+import { defineOperation } from "../../contract/operation.ts";
 import { CATALOGUE } from "./query.ts";
 import { HumanoidFmeaQueryRequest, HumanoidFmeaQueryResponse } from "./schema.ts";
 

@@ -1,4 +1,4 @@
-import type { RequestBody } from "../../catalog/operation.ts";
+import type { RequestBody } from "../../contract/operation.ts";
 import { decodeBody, parseJsonBody } from "../../input/parse-input.ts";
 import { invalidRequest, zodIssuesToFieldErrors } from "../../problem.ts";
 import { CanonicalWriter, type Json, sha256 } from "./canonical.ts";

@@ -1,4 +1,4 @@
-import type { RequestBody } from "../../catalog/operation.ts";
+import type { RequestBody } from "../../contract/operation.ts";
 import { serveWorker } from "../worker-pool.ts";
 import { jsonDiff } from "./json-diff.ts";
 import { readJsonDiffRequest, requestDigest } from "./read-request.ts";

@@ -1,4 +1,4 @@
-import { defineOperation } from "../../catalog/operation.ts";
+import { defineOperation } from "../../contract/operation.ts";
 import type { AuditJob } from "./audit.ts";
 import { MAX_OBJECT_VALUES } from "./contract.ts";
 import { type AuditPool, closeSharedAuditPool, DEFAULT_AUDIT_POOL_OPTIONS, sharedAuditPool } from "./pool.ts";

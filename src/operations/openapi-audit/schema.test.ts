@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../../canonical-json.ts";
-import { inputJsonSchema } from "../../catalog/json-schema.ts";
+import { inputJsonSchema } from "../../contract/json-schema.ts";
 import { zodIssuesToFieldErrors } from "../../problem.ts";
 import {
   DeferredContract,

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
-import type { OperationEnvironment, StartedOperation } from "../../catalog/operation.ts";
-import { defineOperation } from "../../catalog/operation.ts";
+import type { RunJob, StartedOperation } from "../../contract/operation.ts";
+import { defineOperation } from "../../contract/operation.ts";
 import { POLL_AFTER_SECONDS } from "../../jobs/job-view.ts";
-import { type JobHandler, livenessSince } from "../../jobs/worker.ts";
+import { livenessSince } from "../../jobs/worker.ts";
+import type { OperationEnvironment } from "../../operation-environment.ts";
 import { Problem } from "../../problem.ts";
 import { createChatModel } from "./model.ts";
 import { runResearch } from "./pipeline.ts";
@@ -69,7 +70,7 @@ async function start(env: OperationEnvironment): Promise<StartedOperation<Resear
     now: env.now,
     retry: DEFAULT_RETRY,
   };
-  const jobHandler: JobHandler = (input, context) =>
+  const jobHandler: RunJob = (input, context) =>
     runResearch(ResearchBriefRequest.parse(input), deps, {
       signal: context.signal,
       log: context.log,

@@ -1,8 +1,5 @@
-import {
-  defineOperation,
-  type OperationEnvironment,
-  type StartedOperation,
-} from "../../catalog/operation.ts";
+import { defineOperation, type StartedOperation } from "../../contract/operation.ts";
+import type { OperationEnvironment } from "../../operation-environment.ts";
 import { limitConcurrency } from "../retry.ts";
 import { buildExpertQuery } from "./expert-query.ts";
 import { fetchNotices } from "./fetch-notices.ts";

@@ -1,4 +1,4 @@
-import { defineFreeRoute, defineOperation } from "../../catalog/operation.ts";
+import { defineFreeRoute, defineOperation } from "../../contract/operation.ts";
 import { conversionIssues, convert } from "./convert.ts";
 import { formatExact, toRoundedNumber } from "./rational.ts";
 import {

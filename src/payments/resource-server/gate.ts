@@ -1,6 +1,6 @@
 import type { x402ResourceServer } from "@x402/core/server";
 import pino, { type Logger } from "pino";
-import type { OperationKind } from "../../catalog/operation.ts";
+import type { OperationKind } from "../../contract/operation.ts";
 import type { Metrics } from "../../metrics.ts";
 import { Problem } from "../../problem.ts";
 import { isStoreOutage } from "../../store/outage.ts";

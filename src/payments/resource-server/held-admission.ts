@@ -1,4 +1,4 @@
-import { atomicToUsd } from "../../catalog/price.ts";
+import { atomicToUsd } from "../../contract/price.ts";
 import { Problem } from "../../problem.ts";
 import type { HeldRefusal, NewPayment, Reservation } from "../../store/store.ts";
 import type { KindServices } from "./kind-services.ts";

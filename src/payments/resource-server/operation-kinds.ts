@@ -1,4 +1,4 @@
-import type { OperationKind } from "../../catalog/operation.ts";
+import type { OperationKind } from "../../contract/operation.ts";
 import type {
   NewPayment,
   PaymentRecord,

@@ -1,6 +1,6 @@
 import type { PaymentPayload, SettleResponse } from "@x402/core/types";
 import type { Logger } from "pino";
-import type { AnyOperation, OperationResult, StartedOperation } from "../../catalog/operation.ts";
+import type { AnyOperation, OperationResult, StartedOperation } from "../../contract/operation.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentState, StoredOutcome } from "../../store/store.ts";
 import { paymentBoundsProblem } from "./payload-bounds.ts";

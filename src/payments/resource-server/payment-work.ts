@@ -1,4 +1,4 @@
-import type { OperationKind } from "../../catalog/operation.ts";
+import type { OperationKind } from "../../contract/operation.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentRecord, Store, StoredOutcome } from "../../store/store.ts";
 import type { KindServices } from "./kind-services.ts";

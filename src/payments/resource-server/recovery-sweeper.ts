@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { AnyOperation } from "../../catalog/operation.ts";
+import type { AnyOperation } from "../../contract/operation.ts";
 import type { Metrics } from "../../metrics.ts";
 import type { Store } from "../../store/store.ts";
 import type { PaymentGate } from "./gate.ts";

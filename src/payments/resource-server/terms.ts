@@ -2,9 +2,9 @@ import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import { inputJsonSchema, outputJsonSchema } from "../../catalog/json-schema.ts";
-import type { AnyOperation } from "../../catalog/operation.ts";
-import { atomicPrice } from "../../catalog/price.ts";
+import { inputJsonSchema, outputJsonSchema } from "../../contract/json-schema.ts";
+import type { AnyOperation } from "../../contract/operation.ts";
+import { atomicPrice } from "../../contract/price.ts";
 import { paymentIdentifierDeclaration } from "./payment-identifier-extension.ts";
 
 /**

@@ -1,13 +1,13 @@
+import { isImplemented, JOB_STATUS_PATH } from "../catalog/registry.ts";
+import { SERVICE } from "../catalog/service.ts";
+import { inputJsonSchema, outputJsonSchema } from "../contract/json-schema.ts";
+import type { AnyFreeRoute, AnyOperation, StartedOperation } from "../contract/operation.ts";
 import { mcpEndpoint } from "../mcp/endpoint.ts";
 import { MCP_SKILL_NAME } from "../mcp/listing.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { AGENT_SKILLS_PREFIX } from "./agent-skills.ts";
 import { FAVICON_PATH } from "./favicon.ts";
-import { inputJsonSchema, outputJsonSchema } from "./json-schema.ts";
 import { LLMS_TXT_PATH } from "./llms-txt.ts";
-import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./operation.ts";
-import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
-import { SERVICE } from "./service.ts";
 
 /** /catalog.json: the service, its payment terms, and every operation and product with prices and schemas. */
 export function buildCatalogDocument(

@@ -1,5 +1,9 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
+import { isImplemented, JOB_STATUS_PATH } from "../catalog/registry.ts";
+import { SERVICE, TAG_DESCRIPTIONS } from "../catalog/service.ts";
+import { JOBS_LIST_PATH, signInRoutes } from "../catalog/sign-in-routes.ts";
+import type { AnyFreeRoute, AnyOperation } from "../contract/operation.ts";
 import { MCP_PATH, mcpEndpoint } from "../mcp/endpoint.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
 import type { PublishedSigner } from "../payments/resource-server/offer-receipt.ts";
@@ -9,10 +13,6 @@ import { problemTypeList } from "../problem.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { JobIdParam, JobRecordSchema } from "./jobs-schema.ts";
 import { agentGuidance, LLMS_TXT_PATH } from "./llms-txt.ts";
-import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
-import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
-import { SERVICE, TAG_DESCRIPTIONS } from "./service.ts";
-import { JOBS_LIST_PATH, signInRoutes } from "./sign-in-routes.ts";
 
 const FieldErrorSchema = z.object({
   pointer: z.string().meta({ description: "JSON Pointer (RFC 6901) into the request input." }),

@@ -1,9 +1,11 @@
+/**
+ * The contract every operation implements: what it is (path, price, kind, schemas) and what it answers.
+ * A leaf: it imports no module of the service, so every operation folder, and every room above them,
+ * may depend on it. What a running service hands an operation at start is the service's own type
+ * (src/operation-environment.ts); the contract only passes it through (`Env` of `start`).
+ */
 import type { Logger } from "pino";
 import type { z } from "zod";
-import type { LocalChain } from "../chain/local-chain.ts";
-import type { Config } from "../config.ts";
-import type { JobHandler } from "../jobs/worker.ts";
-import type { FileBody, Store } from "../store/store.ts";
 
 export type OperationKind = "sync" | "async" | "product";
 
@@ -17,15 +19,32 @@ export interface OperationContext {
   payer?: string;
 }
 
-/** What a running service hands an operation that needs more than its input (upstream URLs, clients, the store). */
-export interface OperationEnvironment {
-  config: Config;
+/** What a job is doing (shown to the client polling it). */
+export interface JobProgress {
+  /** What the job is doing now, e.g. "searching", "reading sources". */
+  stage: string;
+  /** 0 to 1, when known. */
+  fraction?: number;
+}
+
+/** What an async operation's job is given when a worker runs it (the worker's JobContext carries more). */
+export interface JobRun {
   log: Logger;
-  /** The service clock (injectable in tests). */
-  now: () => Date;
-  store: Store;
-  /** Present in local mode: the test chain the service started. */
-  localChain?: LocalChain;
+  /** Aborted when the worker lost the job's lease (another worker has it now) or is stopping. */
+  signal: AbortSignal;
+  /** Records what the job is doing (shown to the client polling it) and renews the lease. */
+  progress(progress: JobProgress): Promise<void>;
+}
+
+/** Runs one job of an async operation; resolves with the result, throws JobFailure (or anything) to fail it. */
+export type RunJob = (input: unknown, run: JobRun) => Promise<unknown>;
+
+/** A release file a paid download streams; its bytes never pass through the store. */
+export interface FileBody {
+  path: string;
+  size: number;
+  /** Hex sha256 of the whole file: its ETag. */
+  sha256: string;
 }
 
 /** An operation bound to a running service: its handler and what it holds. */
@@ -61,7 +80,7 @@ export interface StartedOperation<I = unknown, O = unknown> {
    */
   paymentFinal?(paymentKey: string, state: "held" | "released" | "failed"): Promise<void>;
   /** Async operations: runs one job of this operation in a worker (see src/jobs/worker.ts). */
-  jobHandler?: JobHandler;
+  jobHandler?: RunJob;
 }
 
 /** What an operation answers on success; any failure is a thrown Problem. */
@@ -116,7 +135,7 @@ export interface ErrorResponseDoc {
  * One paid operation, declared once. Routes, 402 terms, /openapi.json, /catalog.json,
  * /.well-known/x402, the agent-skills index and the Bazaar extension all derive from this.
  */
-export interface OperationDefinition<I = unknown, O = unknown> {
+export interface OperationDefinition<I = unknown, O = unknown, Env = unknown> {
   id: string;
   method: "GET" | "POST";
   path: `/v1/${string}`;
@@ -167,16 +186,21 @@ export interface OperationDefinition<I = unknown, O = unknown> {
    * clients declares `start` instead. With neither, the route answers 501 and never asks for payment.
    */
   handler?: (input: I, ctx: OperationContext) => Promise<OperationResult<O>>;
-  /** Binds the operation to the running service once, at start. */
-  start?: (env: OperationEnvironment) => Promise<StartedOperation<I, O>>;
+  /**
+   * Binds the operation to the running service once, at start, given the service's environment
+   * (OperationEnvironment of src/operation-environment.ts; the registry checks that every `start` takes it).
+   */
+  start?: (env: Env) => Promise<StartedOperation<I, O>>;
 }
 
-export function defineOperation<I, O>(definition: OperationDefinition<I, O>): OperationDefinition<I, O> {
+export function defineOperation<I, O, Env = unknown>(
+  definition: OperationDefinition<I, O, Env>,
+): OperationDefinition<I, O, Env> {
   return definition;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the registry holds operations of every input/output type.
-export type AnyOperation = OperationDefinition<any, any>;
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds operations of every input/output type and environment.
+export type AnyOperation = OperationDefinition<any, any, any>;
 
 /** A free, read-only GET route that belongs to an operation (e.g. the unit list agents read before paying). */
 export interface FreeRouteDefinition<O = unknown> {

@@ -1,14 +1,14 @@
 import type { DiscoveryResource } from "@x402/extensions/bazaar";
 import { SIGN_IN_WITH_X } from "@x402/extensions/sign-in-with-x";
+import { SERVICE } from "../catalog/service.ts";
+import { SIGN_IN_GUIDANCE, signInRoutes } from "../catalog/sign-in-routes.ts";
+import type { AnyOperation } from "../contract/operation.ts";
 import { mcpManifest } from "../mcp/listing.ts";
 import { type PublishedSigner, signedOffersNote } from "../payments/resource-server/offer-receipt.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { SIGN_IN_HEADER } from "../payments/sign-in/sign-in-with-x.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { agentGuidance } from "./llms-txt.ts";
-import type { AnyOperation } from "./operation.ts";
-import { SERVICE } from "./service.ts";
-import { SIGN_IN_GUIDANCE, signInRoutes } from "./sign-in-routes.ts";
 
 /** One paid resource of the manifest: a Bazaar discovery resource (the facilitators' listing), with its method. */
 export type ManifestItem = Omit<DiscoveryResource, "lastUpdated"> & { method: "GET" | "POST" };

@@ -1,11 +1,11 @@
+import { JOB_STATUS_PATH } from "../catalog/registry.ts";
+import { SERVICE } from "../catalog/service.ts";
+import { SIGN_IN_GUIDANCE, signInRoutes } from "../catalog/sign-in-routes.ts";
+import type { AnyFreeRoute, AnyOperation } from "../contract/operation.ts";
 import { MCP_PATH } from "../mcp/endpoint.ts";
 import { MCP_SKILL_NAME } from "../mcp/listing.ts";
 import { type PublishedSigner, signedOffersNote } from "../payments/resource-server/offer-receipt.ts";
 import { AGENT_SKILLS_PREFIX, skillPath } from "./agent-skills.ts";
-import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
-import { JOB_STATUS_PATH } from "./registry.ts";
-import { SERVICE } from "./service.ts";
-import { SIGN_IN_GUIDANCE, signInRoutes } from "./sign-in-routes.ts";
 
 /** Where agents find the service's guidance (https://llmstxt.org): served at the root, free. */
 export const LLMS_TXT_PATH = "/llms.txt";

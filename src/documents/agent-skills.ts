@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
+import { isImplemented } from "../catalog/registry.ts";
+import { JOBS_LIST_PATH, SIGN_IN_GUIDANCE } from "../catalog/sign-in-routes.ts";
+import { inputJsonSchema } from "../contract/json-schema.ts";
+import type { AnyOperation } from "../contract/operation.ts";
 import { MCP_SKILL_NAME, mcpSkillMarkdown } from "../mcp/listing.ts";
 import { type PublishedSigner, signedOffersNote } from "../payments/resource-server/offer-receipt.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
-import { inputJsonSchema } from "./json-schema.ts";
-import type { AnyOperation } from "./operation.ts";
-import { isImplemented } from "./registry.ts";
-import { JOBS_LIST_PATH, SIGN_IN_GUIDANCE } from "./sign-in-routes.ts";
 
 export const AGENT_SKILLS_PREFIX = "/.well-known/agent-skills";
 const DISCOVERY_SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
