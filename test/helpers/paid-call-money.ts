@@ -9,7 +9,7 @@ import { createPublicClient, http, parseAbi, parseAbiItem, parseEventLogs } from
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import type { PaymentRecord, Store } from "../../src/store/store.ts";
 import { callTool, receiptOf, type ToolPayer, termsOf } from "../mcp/paying-mcp-client.ts";
-import { jsonPost } from "./service.ts";
+import { jsonPost, retryLostAnswers } from "./service.ts";
 
 /*
  * Paid calls as an honest client makes them, through either door, with every answer kept; then what
@@ -126,12 +126,15 @@ async function attemptMcp(target: PaidTarget, plan: CallPlan, payment: PaymentPa
 
 /** How the calls of a test are made: sign, send once, and follow the service's "retry" as it says. */
 export const payOnce = {
-  /** Signs the terms the call's door answers an unpaid call with. */
+  /** Signs the terms the call's door answers an unpaid call with (asked again if the answer was lost: nothing is paid yet). */
   async sign(target: PaidTarget, plan: CallPlan): Promise<PaymentPayload> {
-    if (plan.door === "mcp")
-      return plan.payer.sign(termsOf(await callTool(target.mcp, target.tool, plan.args)));
-    const unpaid = await fetch(target.baseUrl + target.path, jsonPost(plan.args));
-    return plan.payer.sign(decodePaymentRequiredHeader(unpaid.headers.get("PAYMENT-REQUIRED") as string));
+    const terms = () =>
+      plan.door === "mcp"
+        ? callTool(target.mcp, target.tool, plan.args).then(termsOf)
+        : fetch(target.baseUrl + target.path, jsonPost(plan.args)).then((unpaid) =>
+            decodePaymentRequiredHeader(unpaid.headers.get("PAYMENT-REQUIRED") as string),
+          );
+    return plan.payer.sign(await retryLostAnswers(terms));
   },
 
   async attempt(target: PaidTarget, record: PaidCallRecord): Promise<Attempt> {
@@ -152,9 +155,13 @@ export const payOnce = {
     return record;
   },
 
-  /** Retries the same payment while the service says to (or gave no answer), up to `maxAttempts` in all. */
-  async followRetries(target: PaidTarget, record: PaidCallRecord, maxAttempts = 40): Promise<void> {
-    while (record.wasToldToRetry() && record.attempts.length < maxAttempts) {
+  /**
+   * Retries the same payment while the service says to (or gave no answer), as its answer promises ("retry
+   * the same request with the same payment … charged at most once"), for up to `forMs`.
+   */
+  async followRetries(target: PaidTarget, record: PaidCallRecord, forMs = 60_000): Promise<void> {
+    const deadline = Date.now() + forMs;
+    while (record.wasToldToRetry() && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       await payOnce.attempt(target, record);
     }
