@@ -116,7 +116,7 @@ describe("paid calls under faults, both doors: delivered ⇔ settled once; undel
         after: { round, call: i, fault: { sleepMs: call.sleepMs, fail: call.fail } },
       },
     }));
-    const target = { baseUrl: service.url, mcp, tool: faultyDiff.id, path: faultyDiff.path };
+    const target = { baseUrl: service.url, path: faultyDiff.path, mcp: { client: mcp, tool: faultyDiff.id } };
     // Every call is signed first, then all are sent at once.
     const signed = await Promise.all(plans.map((plan) => payOnce.sign(target, plan)));
     if (minedLate) await chainRpc(chain.rpcUrl, "evm_setAutomine", [false]);

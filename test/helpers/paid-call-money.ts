@@ -17,12 +17,11 @@ import { jsonPost, retryLostAnswers } from "./service.ts";
  * or under faults says per call what happened to the money, failed or not.
  */
 
-/** Where a paid operation is reached: its route, and its tool on an MCP client. */
+/** Where a paid operation is reached: its route, and (for calls through the MCP door) its tool on an MCP client. */
 export interface PaidTarget {
   baseUrl: string;
-  mcp: Client;
-  tool: string;
   path: string;
+  mcp?: { client: Client; tool: string };
 }
 
 export interface CallPlan {
@@ -73,6 +72,11 @@ export class PaidCallRecord {
   }
 }
 
+function mcpOf(target: PaidTarget): NonNullable<PaidTarget["mcp"]> {
+  if (!target.mcp) throw new Error(`a call through the MCP door needs an MCP client for ${target.path}`);
+  return target.mcp;
+}
+
 const problemOf = (body: Record<string, unknown> | undefined) =>
   `${String(body?.type ?? "")
     .split("/")
@@ -108,7 +112,8 @@ async function attemptHttp(target: PaidTarget, plan: CallPlan, payment: PaymentP
 }
 
 async function attemptMcp(target: PaidTarget, plan: CallPlan, payment: PaymentPayload): Promise<Attempt> {
-  const result = await callTool(target.mcp, target.tool, plan.args, payment);
+  const { client, tool } = mcpOf(target);
+  const result = await callTool(client, tool, plan.args, payment);
   const receipt = receiptOf(result);
   if (!result.isError && receipt?.success) {
     return {
@@ -130,7 +135,7 @@ export const payOnce = {
   async sign(target: PaidTarget, plan: CallPlan): Promise<PaymentPayload> {
     const terms = () =>
       plan.door === "mcp"
-        ? callTool(target.mcp, target.tool, plan.args).then(termsOf)
+        ? callTool(mcpOf(target).client, mcpOf(target).tool, plan.args).then(termsOf)
         : fetch(target.baseUrl + target.path, jsonPost(plan.args)).then((unpaid) =>
             decodePaymentRequiredHeader(unpaid.headers.get("PAYMENT-REQUIRED") as string),
           );
