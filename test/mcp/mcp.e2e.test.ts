@@ -72,7 +72,11 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
 
   beforeAll(async () => {
     service = await startTestService(
-      {},
+      // The clients here share the service's event loop: on a loaded machine a client finishes reading an
+      // answer seconds after the server sent it, its idle-socket timer runs that much behind the server's
+      // 5 s keep-alive, and it sends the next call on a socket the server just closed (ECONNRESET, seen
+      // under load; nothing was read, nothing charged). Sockets kept a minute leave that race to idle minutes.
+      { HTTP_KEEP_ALIVE_TIMEOUT_MS: "60000" },
       { operations: [jsonDiff, unitConvert, humanoidFmeaQuery, csvCleanup, upstreamDown, readerBug] },
     );
     balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
@@ -280,9 +284,8 @@ describe("the MCP door: every operation a paid tool (official MCP SDK client, of
     const clients = await Promise.all(Array.from({ length: 4 }, () => connectMcp(service.url)));
     const targets = clients.map((mcp) => ({
       baseUrl: service.url,
-      mcp,
-      tool: "json-diff",
       path: "/v1/json-diff",
+      mcp: { client: mcp, tool: "json-diff" },
     }));
     const targetOf = (i: number) => targets[i % targets.length] as (typeof targets)[number];
     try {
