@@ -1,3 +1,4 @@
+import type { PaymentPayload } from "@x402/core/types";
 import pino from "pino";
 import { createPublicClient, createWalletClient, http, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -11,7 +12,9 @@ import { defineOperation } from "../src/contract/operation.ts";
 import { csvCleanup } from "../src/operations/csv-cleanup/index.ts";
 import { Problem } from "../src/problem.ts";
 import { openStore } from "../src/store/open-store.ts";
+import { moneyOfCalls, payOnce } from "./helpers/paid-call-money.ts";
 import { freePort, startTestService, type TestService, usdcBalances } from "./helpers/service.ts";
+import { toolPayer } from "./mcp/paying-mcp-client.ts";
 
 const CSV_PRICE = 2_000_000n;
 const body = (rows: unknown[], extra: Record<string, unknown> = {}) =>
@@ -177,21 +180,32 @@ describe("paid calls on the local chain (local mode)", () => {
     expect(await balanceOf(payer.address)).toBe(before);
   });
 
-  it("settles 16 concurrent distinct payments exactly once each", async () => {
-    const payers = Array.from({ length: 8 }, (_, i) => createPayer(devPrivateKey(i + 2)));
+  it("settles 16 concurrent distinct payments exactly once each, each call's money read before any assertion", async () => {
+    const payers = Array.from({ length: 8 }, (_, i) => toolPayer(devPrivateKey(i + 2)));
     const before = await Promise.all(payers.map((p) => balanceOf(p.address)));
     const payToBefore = await balanceOf(service.payTo);
-    const responses = await Promise.all(
-      Array.from({ length: 16 }, (_, i) =>
-        (payers[i % 8] as (typeof payers)[number]).fetch(
-          `${service.url}/v1/csv-cleanup`,
-          post({ body: body([{ id: `concurrent-${i}` }]) }),
-        ),
-      ),
+    const target = { baseUrl: service.url, path: "/v1/csv-cleanup" };
+    const plans = Array.from({ length: 16 }, (_, i) => ({
+      door: "http" as const,
+      payer: payers[i % 8] as (typeof payers)[number],
+      args: { rows: [{ id: `concurrent-${i}` }], keyColumns: ["id"] },
+    }));
+    const payments = await Promise.all(plans.map((plan) => payOnce.sign(target, plan)));
+    const records = await Promise.all(
+      plans.map((plan, i) => payOnce.firstAttempt(target, plan, payments[i] as PaymentPayload)),
     );
-    expect(responses.map((r) => r.status)).toEqual(Array(16).fill(200));
-    const transactions = new Set(responses.map((r) => paymentReceipt(r)?.transaction));
-    expect(transactions.size).toBe(16);
+    // A call told to retry the same payment (under load: a settlement not confirmed in time) does as told.
+    await Promise.all(records.map((record) => payOnce.followRetries(target, record)));
+    const ledger = await openStore(service.config.database);
+    const money = await moneyOfCalls(
+      service.localChain?.rpcUrl as string,
+      ledger,
+      service.payTo,
+      records,
+    ).finally(() => ledger.close());
+    expect(money.filter((call) => call.verdict !== "consistent").map((call) => call.report)).toEqual([]);
+    expect(money.filter((call) => !call.record.delivered()).map((call) => call.report)).toEqual([]);
+    expect(new Set(money.map((call) => call.chain.transaction)).size).toBe(16);
     const after = await Promise.all(payers.map((p) => balanceOf(p.address)));
     after.forEach((balance, i) => {
       expect(balance).toBe((before[i] as bigint) - 2n * CSV_PRICE);

@@ -32,6 +32,14 @@ export interface StoredOutcome {
   file?: FileBody;
   /** A sold download's first caller (sha256 of its address): its own prompt retry needs no download token. */
   firstCaller?: string;
+  /**
+   * Made final with no client to answer (the recovery sweeper decided it): the client was last told to
+   * retry, so the outcome is replayed to the same payment and request whenever it comes back, and its
+   * replay window starts only at that first delivery (`deliveredAt`).
+   */
+  awaitingClient?: true;
+  /** Epoch ms of the first delivery of an outcome that was awaiting its client. */
+  deliveredAt?: number;
 }
 
 export interface NewPayment {
@@ -264,6 +272,12 @@ export interface Store {
    * decides that money moved (a late attempt's settlement can land after a faster one gave up).
    */
   completePayment(paymentKey: string, completion: PaymentCompletion): Promise<boolean>;
+  /**
+   * A final payment's outcome that was awaiting its client (`awaitingClient`) has been delivered at
+   * `deliveredAt` (epoch ms): kept as delivered then. No change to any other payment, nor to updated_at
+   * (the day its revenue counts on).
+   */
+  markOutcomeDelivered(paymentKey: string, deliveredAt: number): Promise<void>;
   revenueByOperationAndDay(): Promise<RevenueRow[]>;
   paymentCounts(): Promise<PaymentCounts[]>;
   /** Takes (or renews) the account for this instance unless another instance holds an unexpired claim. */

@@ -137,3 +137,17 @@ export const jsonPost = (body: unknown, headers: Record<string, string> = {}): R
   headers: { "content-type": "application/json", ...headers },
   body: JSON.stringify(body),
 });
+
+/**
+ * Runs a request that pays nothing again when its answer was lost on the way (`fetch failed`: a kept-alive
+ * connection the server closed as the request left, which a loaded machine makes likely).
+ */
+export async function retryLostAnswers<T>(request: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request();
+    } catch (error) {
+      if (attempt >= attempts || !String(error).includes("fetch failed")) throw error;
+    }
+  }
+}

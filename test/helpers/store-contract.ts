@@ -93,6 +93,29 @@ export function describeStoreContract(
       expect(record?.outcome).toEqual(outcome("done"));
     });
 
+    it("marks an outcome that awaited its client delivered, keeping its updated_at (its revenue's day)", async () => {
+      const [awaiting, other] = [payment(), payment()];
+      for (const p of [awaiting, other]) {
+        await store.reservePayment(p);
+        await store.completePayment(p.paymentKey, {
+          state: "settled",
+          txHash: "0xtx",
+          outcome: { ...outcome("done"), ...(p === awaiting ? { awaitingClient: true as const } : {}) },
+        });
+      }
+      const before = await store.getPayment(awaiting.paymentKey);
+      expect(before?.outcome?.awaitingClient).toBe(true);
+      await store.markOutcomeDelivered(awaiting.paymentKey, 1_234);
+      await store.markOutcomeDelivered(other.paymentKey, 1_234);
+      const after = await store.getPayment(awaiting.paymentKey);
+      expect(after?.outcome).toEqual({ ...outcome("done"), deliveredAt: 1_234 });
+      expect(after?.updatedAt).toBe(before?.updatedAt);
+      // Delivered once: a later delivery does not move its window.
+      await store.markOutcomeDelivered(awaiting.paymentKey, 9_999);
+      expect((await store.getPayment(awaiting.paymentKey))?.outcome?.deliveredAt).toBe(1_234);
+      expect((await store.getPayment(other.paymentKey))?.outcome).toEqual(outcome("done"));
+    });
+
     it("hands over an unfinished payment only after its lease ran out, to one taker", async () => {
       const p = payment({ leaseUntil: 5_000 });
       await store.reservePayment(p);

@@ -6,15 +6,24 @@ import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { appendPaymentIdentifierToExtensions } from "@x402/extensions/payment-identifier";
 import { privateKeyToAccount } from "viem/accounts";
+import { retryLostAnswers } from "../helpers/service.ts";
 
 /**
  * An MCP client made only of official parts: the SDK's Client over its Streamable HTTP transport, and an
- * x402 payer from @x402/core and @x402/evm (as src/client/paying-fetch.ts builds the HTTP one).
+ * x402 payer from @x402/core and @x402/evm (as src/client/paying-fetch.ts builds the HTTP one). Its
+ * initialize is asked again when its answer was lost (it pays nothing).
  */
-export async function connectMcp(baseUrl: string): Promise<Client> {
-  const client = new Client({ name: "utility402-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`)));
-  return client;
+export function connectMcp(baseUrl: string): Promise<Client> {
+  return retryLostAnswers(async () => {
+    const client = new Client({ name: "utility402-test", version: "1.0.0" });
+    await client
+      .connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`)))
+      .catch(async (error) => {
+        await client.close().catch(() => undefined);
+        throw error;
+      });
+    return client;
+  });
 }
 
 export interface ToolPayer {

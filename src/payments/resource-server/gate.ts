@@ -149,8 +149,8 @@ export class PaymentGate {
 
   /**
    * Resolves a payment its owner left unfinished (a crash, a lost store) without waiting for the client:
-   * the recovery sweeper calls this for "verified" payments whose lease ran out; the operation's kind
-   * decides it (PaymentKind.recover). Returns the payment's state after the look.
+   * the recovery sweeper calls this (context.unattended) for "verified" payments whose lease ran out; the
+   * operation's kind decides it (PaymentKind.recover). Returns the payment's state after the look.
    */
   async recover(record: PaymentRecord, context: PaymentContext): Promise<PaymentState | "busy"> {
     const lease = this.leases.fresh();
@@ -238,7 +238,8 @@ export class PaymentGate {
             held: record.state === "held",
             settledJob: this.kinds[request.operation.kind].holdsPayment && record.state === "settled",
             soldDownload: this.kinds[request.operation.kind].soldDownload(record.state),
-            ageMs: this.now() - Date.parse(record.updatedAt),
+            awaitingClient: record.outcome.awaitingClient === true,
+            ageMs: this.now() - (record.outcome.deliveredAt ?? Date.parse(record.updatedAt)),
             token,
             tokenPresented:
               token !== undefined &&
@@ -251,7 +252,7 @@ export class PaymentGate {
           }
         : undefined,
     });
-    const replayed = (answer: StoredOutcome): GateOutcome => ({ kind: "answer", answer, replayed: true });
+    const replayed = (kept: StoredOutcome) => this.work.replayed(record, kept, request.log);
     switch (verdict.verdict) {
       case "reject":
         if (verdict.why === "nonce-used") {

@@ -85,7 +85,10 @@ export interface PaidRequest {
 
 /** What deciding a payment's outcome needs of its request; a recovery without a client has no more than this. */
 export type PaymentContext = Pick<PaidRequest, "operation" | "terms" | "log" | "onFinal"> &
-  Partial<Pick<PaidRequest, "door">>;
+  Partial<Pick<PaidRequest, "door">> & {
+    /** Decided with no client to answer (the recovery sweeper): the outcome is kept awaiting its client. */
+    unattended?: boolean;
+  };
 
 /**
  * What the gate answers, for any transport to render: the terms (no payment), an answer (the

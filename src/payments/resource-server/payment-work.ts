@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import type { OperationKind } from "../../contract/operation.ts";
 import { Problem } from "../../problem.ts";
 import type { PaymentRecord, Store, StoredOutcome } from "../../store/store.ts";
@@ -5,7 +6,7 @@ import type { KindServices } from "./kind-services.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
 import { STALE_LEASE_MS } from "./lease-keeper.ts";
 import type { PaymentKind } from "./operation-kinds.ts";
-import { inProgress, type PaidRequest, RETRY_AFTER_SECONDS } from "./paid-request.ts";
+import { type GateOutcome, inProgress, type PaidRequest, RETRY_AFTER_SECONDS } from "./paid-request.ts";
 import type { PaymentIdentity } from "./payment-identity.ts";
 import { ownerVerdict } from "./replay-policy.ts";
 import type { Settlement } from "./settlement.ts";
@@ -50,6 +51,20 @@ export class PaymentWork {
   }
   private now() {
     return this.options.now();
+  }
+
+  /**
+   * A kept outcome as the answer to a repeat of its payment. One that awaited its client (decided by the
+   * sweeper after the client was told to retry) is delivered now, and its replay window starts now; should
+   * the ledger fail to say so, the answer is given all the same (it then stays replayable a while longer).
+   */
+  async replayed(record: PaymentRecord, kept: StoredOutcome, log: Logger): Promise<GateOutcome> {
+    if (kept.awaitingClient) {
+      await this.store
+        .markOutcomeDelivered(record.paymentKey, this.now())
+        .catch((error) => log.warn({ err: error }, "could not record the delivery of a kept outcome"));
+    }
+    return { kind: "answer", answer: kept, replayed: true };
   }
 
   /** The work this instance does on this payment right now, if any. */

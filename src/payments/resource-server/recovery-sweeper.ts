@@ -71,10 +71,12 @@ export class RecoverySweeper {
         continue;
       }
       const callLog = log.child({ paymentKey: record.paymentKey, operation: record.operationId });
-      const state = await gate.recover(record, { ...served, log: callLog }).catch((error) => {
-        callLog.warn({ err: error }, "could not resolve an orphaned payment now");
-        return "verified" as const;
-      });
+      const state = await gate
+        .recover(record, { ...served, log: callLog, unattended: true })
+        .catch((error) => {
+          callLog.warn({ err: error }, "could not resolve an orphaned payment now");
+          return "verified" as const;
+        });
       if (state === "verified") {
         this.lookAgainAt.set(record.paymentKey, now + LOOK_AGAIN_MS);
       } else if (state !== "busy") {

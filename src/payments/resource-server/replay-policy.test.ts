@@ -30,6 +30,13 @@ describe("what a repeat of a final payment gets", () => {
     // A settled payment is public on chain, and the 202 names the job whose id alone reads the brief paid for.
     ["a job's 202 once its payment settled, even at once", { settledJob: true, ageMs: 0 }, "expired"],
     ["a failed download (no token), after two minutes", { soldDownload: false, ageMs: 3 * MIN }, "expired"],
+    // Its client was told to retry and the sweeper decided it: the retry gets what was paid for, however late.
+    ["an outcome awaiting its client, an hour later", { awaitingClient: true, ageMs: 60 * MIN }, "serve"],
+    [
+      "a job's 202 once settled, even awaiting its client",
+      { awaitingClient: true, settledJob: true },
+      "expired",
+    ],
   ])("%s → %s", (_, facts, verdict) => {
     expect(replayVerdict({ ...base, ...facts })).toBe(verdict);
   });
@@ -44,6 +51,12 @@ describe("what a repeat of a final payment gets", () => {
       "needs-token",
     ],
     ["anyone within the hour, with the token", { ageMs: 59 * MIN, tokenPresented: true }, "serve"],
+    // Bound to its token or first caller: a payment read from the chain never downloads it.
+    [
+      "someone else, awaiting its client, without the token",
+      { ageMs: MIN, awaitingClient: true },
+      "needs-token",
+    ],
     [
       "anyone after the hour, even with the token",
       { ageMs: PRODUCT_REPLAY_WINDOW_MS + 1, tokenPresented: true },

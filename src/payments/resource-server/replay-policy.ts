@@ -22,7 +22,13 @@ export interface ReplayFacts {
   settledJob?: boolean;
   /** A sold download (a product whose payment settled) keeps its outcome longer, behind its token. */
   soldDownload: boolean;
-  /** Milliseconds since the payment became final. */
+  /**
+   * Made final while no client waited for it (the recovery sweeper decided it after its client was told to
+   * retry), and not delivered since: the client has not received what it paid for, so its retry with the
+   * same payment gets it however late it comes, never a 409 that invites a second payment.
+   */
+  awaitingClient?: boolean;
+  /** Milliseconds since the payment became final, or since its outcome was first delivered if it awaited its client. */
   ageMs: number;
   /** The download token of the first answer, if it gave one. */
   token: string | undefined;
@@ -38,13 +44,15 @@ export type ReplayVerdict = "serve" | "expired" | "needs-token";
 /**
  * The replay rule. The signed payload is public once settled (the transaction's calldata holds it), so
  * an outcome is replayed only to the client's own prompt retries (two minutes) — a held payment's 202 for
- * as long as it is held, since nothing was sent, and never once it settled — and a sold download,
+ * as long as it is held, since nothing was sent, and never once it settled; an outcome no client received
+ * yet whenever its client retries, the two minutes counted from that delivery — and a sold download,
  * resumable for an hour, only to whoever holds its download token or, within those two minutes, to
  * the client its first answer went to.
  */
 export function replayVerdict(facts: ReplayFacts): ReplayVerdict {
   if (facts.held) return "serve";
   if (facts.settledJob) return "expired";
+  if (facts.awaitingClient && facts.token === undefined) return "serve";
   const window = facts.soldDownload ? PRODUCT_REPLAY_WINDOW_MS : REPLAY_WINDOW_MS;
   if (facts.ageMs > window) return "expired";
   if (facts.token === undefined) return facts.ageMs > REPLAY_WINDOW_MS ? "expired" : "serve";

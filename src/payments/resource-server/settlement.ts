@@ -235,6 +235,7 @@ export class Settlement {
     extra: { txHash?: string | null; error?: string } = {},
   ): Promise<StoredOutcome> {
     const { store } = this.options;
+    const kept: StoredOutcome = context.unattended ? { ...outcome, awaitingClient: true } : outcome;
     // A release or a failure lands only under this attempt's lease (a settlement lands anyway).
     const lease = (await this.options.leases.settledLease(facts.paymentKey)) ?? NO_LEASE;
     let completed: boolean;
@@ -242,7 +243,7 @@ export class Settlement {
       // Money moved. Should the store fail now, the client must not read "nothing was charged": the payment
       // stays open and its retry delivers the kept answer, charged once.
       try {
-        completed = await store.completePayment(facts.paymentKey, { state, outcome, lease, ...extra });
+        completed = await store.completePayment(facts.paymentKey, { state, outcome: kept, lease, ...extra });
       } catch (error) {
         context.log.error({ err: error }, "settled, but the outcome could not be recorded");
         await store.releaseLease(facts.paymentKey).catch(() => undefined);
@@ -254,7 +255,7 @@ export class Settlement {
     } else {
       // Nothing was charged: drop what the payment would have paid for only once the ledger says so, so a
       // later attempt that does settle it (a resume) still finds its job.
-      completed = await store.completePayment(facts.paymentKey, { state, outcome, lease, ...extra });
+      completed = await store.completePayment(facts.paymentKey, { state, outcome: kept, lease, ...extra });
       if (completed) await context.onFinal?.(facts.paymentKey, state);
     }
     if (!completed) {

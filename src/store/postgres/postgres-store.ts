@@ -374,6 +374,14 @@ export class PostgresStore implements Store {
     return result.rowCount === 1;
   }
 
+  async markOutcomeDelivered(paymentKey: string, deliveredAt: number): Promise<void> {
+    await this.pool.query(
+      `UPDATE payments SET outcome = (outcome - 'awaitingClient') || jsonb_build_object('deliveredAt', $2::bigint)
+       WHERE payment_key = $1 AND outcome ->> 'awaitingClient' IS NOT NULL`,
+      [paymentKey, deliveredAt],
+    );
+  }
+
   async revenueByOperationAndDay(): Promise<RevenueRow[]> {
     const { rows } = await this.pool.query<{
       day: string;

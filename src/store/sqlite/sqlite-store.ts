@@ -124,6 +124,10 @@ export class SqliteStore implements Store {
          FROM payments WHERE payer = @payer AND network = @network AND asset = @asset
            AND state IN ('verified', 'held')`,
       ),
+      markOutcomeDelivered: this.db.prepare(
+        `UPDATE payments SET outcome = json_set(json_remove(outcome, '$.awaitingClient'), '$.deliveredAt', ?)
+         WHERE payment_key = ? AND json_extract(outcome, '$.awaitingClient') IS NOT NULL`,
+      ),
       orphanedPayments: this.db.prepare(
         "SELECT * FROM payments WHERE state = 'verified' AND lease_until <= ? ORDER BY lease_until LIMIT ?",
       ),
@@ -318,6 +322,10 @@ export class SqliteStore implements Store {
       now: new Date().toISOString(),
     });
     return result.changes === 1;
+  }
+
+  async markOutcomeDelivered(paymentKey: string, deliveredAt: number): Promise<void> {
+    this.statements.markOutcomeDelivered.run(deliveredAt, paymentKey);
   }
 
   async revenueByOperationAndDay(): Promise<RevenueRow[]> {
