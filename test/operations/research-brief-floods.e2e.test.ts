@@ -133,7 +133,9 @@ describe("floods of held research payments", () => {
       expect(released.error.code).toBe("payment_unpayable");
       expect(released.error.message).toContain("nothing was charged");
       await until("the first wallet's payment to be released", async () =>
-        (await (await fetch(firstJob?.body.statusUrl)).json()).payment?.state === "released" ? true : undefined,
+        (await (await fetch(firstJob?.body.statusUrl)).json()).payment?.state === "released"
+          ? true
+          : undefined,
       );
       const [secondJob] = fromSecond.filter((a) => a.status === 202);
       expect((await (await fetch(secondJob?.body.statusUrl)).json()).status).toBe("queued");
