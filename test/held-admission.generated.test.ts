@@ -403,6 +403,39 @@ for (const engine of [sqlite, postgres]) {
       }
     });
 
+    it("the cover watch counts a ready job's payment until its settlement lands, and releases the newer job its payer no longer covers", async () => {
+      const ledger = await engine.create();
+      const store = await ledger.open();
+      const chain = new ModelChain();
+      const cover = coverWatch(store, chain);
+      const { gate, brief } = heldGate({ store, chain, maxHeldPerPayer: CAP, balances: cover });
+      try {
+        const payer = payerAddress(41);
+        chain.fund(payer, 2n * BRIEF_PRICE);
+        const answers = [];
+        for (const nonce of [1, 2]) answers.push(await httpOutcome(gate, brief(briefPayment(payer, nonce))));
+        const [older, newer] = answers.map((answer) => JSON.parse(answer.body).jobId as string);
+        // The older job ran and its result waits to be settled.
+        const claimed = await store.jobs.claim("worker", ["research-brief"], 60_000);
+        expect(claimed?.id).toBe(older);
+        expect(await store.jobs.complete(older as string, "worker", { brief: "done" })).toBe(true);
+        // Its settlement lands before the ledger says so: the payer's transfer out is that settlement.
+        const record = await store.getPayment(claimed?.paymentKey as string);
+        expect(chain.settle(record?.held?.payload as never)).toBeDefined();
+        await cover.catchUp();
+        expect((await store.jobs.get(newer as string))?.state).toBe("queued");
+        // Then the payer moves what is left away: the newer job is released, the ready one is not touched.
+        chain.transfer(payer, undefined, BRIEF_PRICE);
+        await cover.catchUp();
+        expect((await store.jobs.get(newer as string))?.error?.code).toBe("payment_unpayable");
+        expect((await store.jobs.get(older as string))?.state).toBe("ready");
+      } finally {
+        gate.leases.stop();
+        await store.close();
+        await ledger.dispose();
+      }
+    });
+
     it("the check before a job runs (for a transfer the watch has not seen): the job whose payer no longer covers it is failed unrun; one job runs", async () => {
       const ledger = await engine.create();
       const store = await ledger.open();
