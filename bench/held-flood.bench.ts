@@ -7,12 +7,26 @@
  * briefs fired at once from the first, the 5 USDC transferred to the second while they are answered, 30
  * fired from the second; the customer's brief is sent as soon as the second flood is answered. Keyless briefs (Wikipedia and Crossref stand-ins
  * replaying recorded answers), on the local chain, 2 workers, a cap of 3 held briefs per payer.
+ *
+ * Then the cost of the payer-cover watch (PayerCover, docs/payments.md) on the same chain, over a ledger of
+ * N payers with unfinished payments: an admission's balance read through it (no new block: eth_blockNumber
+ * + balanceOf at that block) against a plain balanceOf, and one look after a new block (the Transfer logs
+ * of N payers, 100 senders per eth_getLogs), with the RPC calls each makes.
  */
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pino from "pino";
 import { generatePrivateKey } from "viem/accounts";
 import { devPrivateKey } from "../src/chain/dev-accounts.ts";
 import { fundLocalAccounts } from "../src/chain/local-chain.ts";
 import { createPayer, type Payer } from "../src/client/paying-fetch.ts";
+import { BASE_USDC_ADDRESS } from "../src/config.ts";
 import { researchBrief } from "../src/operations/research-brief/index.ts";
+import { PayerCover } from "../src/payments/resource-server/payer-cover.ts";
+import { createTokenBalances, type TokenTransfers } from "../src/payments/settler/token-balances.ts";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { fireAtOnce, pollUntilFinished } from "../test/helpers/floods.ts";
 import { jsonPost, startTestService, usdcBalances, usdcSender } from "../test/helpers/service.ts";
 import { startSourceStandIns } from "../test/operations/research-sources-standins.ts";
@@ -86,6 +100,7 @@ try {
     await Promise.all(jobs.map((answer) => pollUntilFinished(answer.body.statusUrl)));
   }
 
+  const coverRows = await coverCost(rpcUrl, service.config.payment.network);
   const ratio = median(afterFlood) / median(quiet);
   const rows: BenchRow[] = [
     {
@@ -101,6 +116,7 @@ try {
       "sent→delivered max ms": Math.round(Math.max(...afterFlood)),
       "flood jobs accepted (per round)": accepted.join(" "),
     },
+    ...coverRows,
   ];
   report("held-flood", rows, {
     "after flood / quiet (p50)": Number(ratio.toFixed(2)),
@@ -115,4 +131,83 @@ try {
 } finally {
   await service.stop();
   await sources.stop();
+}
+
+/** The payer-cover watch's cost over a ledger of `payers` payers with unfinished payments, on this chain. */
+async function coverCost(rpcUrl: string, network: string): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const asset = BASE_USDC_ADDRESS as `0x${string}`;
+  const chain = createTokenBalances(rpcUrl);
+  const calls = { count: 0 };
+  const counted: TokenTransfers = {
+    balanceOf(...args) {
+      calls.count++;
+      return chain.balanceOf(...args);
+    },
+    latestBlock() {
+      calls.count++;
+      return chain.latestBlock();
+    },
+    sendersAmong(asset, holders, from, to) {
+      calls.count += Math.ceil(holders.length / 100);
+      return chain.sendersAmong(asset, holders, from, to);
+    },
+  };
+  const mine = () => fetch(rpcUrl, jsonPost({ jsonrpc: "2.0", id: 1, method: "evm_mine", params: [] }));
+  for (const payers of [10, 100, 1000]) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-cover-bench-"));
+    const store = new SqliteStore(path.join(dir, "ledger.db"));
+    try {
+      for (let i = 0; i < payers; i++) {
+        const payer = `0x${(i + 1).toString(16).padStart(40, "0")}`;
+        const nonce = `0x${"0".repeat(63)}1`;
+        await store.reservePayment({
+          paymentKey: `${network}:${asset}:${payer}:${nonce}`.toLowerCase(),
+          payloadHash: "bench",
+          requestHash: "bench",
+          operationId: "research-brief",
+          network,
+          asset: asset.toLowerCase(),
+          // Nothing owed: each payer stays covered, so a look reads the logs rather than re-checking it.
+          amount: "0",
+          payer,
+          payTo: asset.toLowerCase(),
+          nonce,
+          validBefore: Math.floor(Date.now() / 1000) + 1800,
+          requestId: "bench",
+          leaseUntil: Date.now() + 3_600_000,
+        });
+      }
+      const cover = new PayerCover({ store, chain: counted, network, log: pino({ level: "silent" }) });
+      await cover.catchUp(); // the first look checks every payer (as after a restart)
+      const holder = "0x0000000000000000000000000000000000000001" as const;
+      const timeIt = async (what: () => Promise<unknown>, before?: () => Promise<unknown>) => {
+        const ms: number[] = [];
+        calls.count = 0;
+        for (let i = 0; i < 30; i++) {
+          await before?.();
+          const started = performance.now();
+          await what();
+          ms.push(performance.now() - started);
+        }
+        return { p50: median(ms), calls: calls.count / 30 };
+      };
+      const plain = await timeIt(() => counted.balanceOf(asset, holder));
+      const admission = await timeIt(() => cover.balanceOf(asset, holder));
+      const look = await timeIt(() => cover.catchUp(), mine);
+      rows.push({
+        setup: `cover watch, ${payers} payers with unfinished payments`,
+        rounds: 30,
+        "plain balanceOf p50 ms": Number(plain.p50.toFixed(2)),
+        "admission balance through the watch p50 ms": Number(admission.p50.toFixed(2)),
+        "RPC calls per admission": admission.calls,
+        "look after a new block p50 ms": Number(look.p50.toFixed(2)),
+        "RPC calls per look": look.calls,
+      });
+    } finally {
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  return rows;
 }

@@ -39,6 +39,7 @@ import {
   receiptedSettlement,
 } from "./payments/resource-server/offer-receipt.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
+import { PayerCover } from "./payments/resource-server/payer-cover.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
 import { SignedOffers } from "./payments/resource-server/signed-offers.ts";
 import { buildRouteTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
@@ -426,6 +427,21 @@ function startPayments(
 ): Payments {
   const { store, metrics, resourceServer, chainRpc, receipts } = parts;
   const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
+  const heldLog = log.child({ component: "held-payments" });
+  /** Lets released jobs' payments go at once: the settler, once it exists. */
+  let wakeSettler = () => {};
+  // Held admissions read the balance through the cover watch, which releases what a payer's transfers uncover.
+  const cover =
+    chainRpc && operations.some(holdsPayment)
+      ? new PayerCover({
+          store,
+          chain: createTokenBalances(chainRpc),
+          network: config.payment.network,
+          ...(authorizations ? { authorizations } : {}),
+          log: heldLog.child({ part: "cover" }),
+          onReleased: () => wakeSettler(),
+        })
+      : undefined;
   const gate = new PaymentGate({
     resourceServer,
     store,
@@ -436,7 +452,7 @@ function startPayments(
     now: clock,
     settlementTimeoutMs: config.payment.settlementTimeoutMs,
     maxHeldPerPayer: config.jobs.maxHeldPerPayer,
-    ...(chainRpc ? { balances: createTokenBalances(chainRpc) } : {}),
+    ...(cover ? { balances: cover } : chainRpc ? { balances: createTokenBalances(chainRpc) } : {}),
     log: log.child({ component: "payments" }),
   });
   shutdown.push("payment leases", () => gate.leases.stop());
@@ -462,7 +478,6 @@ function startPayments(
   }
   // Jobs' payments are held until their result is ready: every API instance settles (or releases) them.
   if (!authorizations || !operations.some(holdsPayment)) return { gate };
-  const heldLog = log.child({ component: "held-payments" });
   const heldPayments = new HeldPaymentSettler({
     answers: x402HttpAnswers,
     store,
@@ -482,6 +497,11 @@ function startPayments(
   });
   heldPayments.start();
   shutdown.push("held payments", () => heldPayments.stop());
+  wakeSettler = () => heldPayments.wake();
+  if (cover) {
+    cover.start();
+    shutdown.push("payer cover watch", () => cover.stop());
+  }
   const precheck = {
     store,
     authorizations,

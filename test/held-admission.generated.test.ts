@@ -6,7 +6,7 @@ import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { JobWorker } from "../src/jobs/worker.ts";
 import { whyHeldPaymentUnpayable } from "../src/payments/resource-server/held-payment-precheck.ts";
-import type { AuthorizationChecker } from "../src/payments/settler/authorization-state.ts";
+import { PayerCover } from "../src/payments/resource-server/payer-cover.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { Store } from "../src/store/store.ts";
@@ -23,11 +23,14 @@ import { dropSchema, freshSchemaName, testDatabaseUrl } from "./helpers/postgres
 
 /**
  * Model-based, generated: random interleavings of concurrent admissions (floods of one payer's briefs at
- * two service instances sharing the store), fundings, settlements and releases of held payments (as the
- * held-payment settler makes them, under a lease), replays of accepted payments long after the replay
- * window, and restarts of an instance's store. After every step, from the ledger and the model chain:
- * no payer's unfinished (verified or held) payments add up to more than its balance or the cap, and no
- * queued job lacks a held (or settled) payment — so every accepted job's payment can still settle.
+ * two service instances sharing the store), fundings, chain transfers (a payer's USDC leaves, returns, or
+ * moves to another payer; the instances' cover watch looks at once, or not before the next admissions),
+ * settlements and releases of held payments (as the held-payment settler makes them, under a lease),
+ * replays of accepted payments long after the replay window, and restarts of an instance's store. After
+ * every step, from the ledger and the model chain: no payer has more accepted held jobs than its balance
+ * covers (a job released as unpayable is not accepted any more), nor more unfinished payments than the
+ * cap; no queued job lacks a held (or settled) payment; and an accepted job's payment always settles when
+ * picked — so no job could run on a payment that can no longer settle.
  * Seed: FC_SEED to replay a run (printed).
  */
 
@@ -40,6 +43,8 @@ type Step =
   | { kind: "fund"; payer: number; briefs: number }
   | { kind: "settle" | "release" | "replay"; pick: number }
   | { kind: "wait"; minutes: number }
+  /** `to` 3: out of the model (the USDC leaves); `looked`: the cover watch looks before the next step. */
+  | { kind: "transfer"; from: number; to: number; briefs: number; looked: boolean }
   | { kind: "restart"; instance: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
@@ -71,6 +76,16 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant("wait" as const), minutes: fc.integer({ min: 1, max: 12 }) }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("restart" as const), instance: fc.nat(1) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("transfer" as const),
+      from: fc.nat(2),
+      to: fc.nat(3),
+      briefs: fc.integer({ min: 1, max: 3 }),
+      looked: fc.boolean(),
+    }),
+  },
 );
 
 interface Engine {
@@ -105,15 +120,34 @@ const postgres: Engine | undefined = databaseUrl
     }
   : undefined;
 
+/** The cover watch of one instance, as serve.ts wires it, over the model chain. */
+const coverWatch = (store: Store, chain: ModelChain) =>
+  new PayerCover({
+    store,
+    chain,
+    network: briefRequirements.network,
+    authorizations: chain.authorizations,
+    log: pino({ level: "silent" }),
+  });
+
+/** What the check before a job runs reads, as serve.ts wires it, over the model chain. */
+const precheckOf = (store: Store, chain: ModelChain) => ({
+  store,
+  authorizations: chain.authorizations,
+  balances: chain,
+  log: pino({ level: "silent" }),
+});
+
 async function runScenario(engine: Engine, steps: Step[]): Promise<void> {
   const ledger = await engine.create();
   const chain = new ModelChain();
   const offset = { ms: 0 };
   const now = () => Date.now() + offset.ms;
-  const instances: { store: Store; gate: ReturnType<typeof heldGate> }[] = [];
+  const instances: { store: Store; gate: ReturnType<typeof heldGate>; cover: PayerCover }[] = [];
   const start = async () => {
     const store = await ledger.open();
-    return { store, gate: heldGate({ store, chain, maxHeldPerPayer: CAP, now }) };
+    const cover = coverWatch(store, chain);
+    return { store, cover, gate: heldGate({ store, chain, maxHeldPerPayer: CAP, now, balances: cover }) };
   };
   instances.push(await start(), await start());
   /** Every payment sent: its header and ledger key; and the job id its 202 named, once accepted. */
@@ -127,26 +161,36 @@ async function runScenario(engine: Engine, steps: Step[]): Promise<void> {
     return held;
   };
 
+  /** The job a payment pays for is accepted: its payment unfinished or settled, its job not failed. */
+  const acceptedJob = async (store: Store, key: string) => {
+    const record = await store.getPayment(key);
+    const job = await store.jobs.getByPayment(key);
+    return { record, job, accepted: record?.state === "held" && job !== undefined && job.state !== "failed" };
+  };
+  /** A transfer the cover watch has not seen yet, and no admission since (they read the logs first). */
+  let unseenTransfer = false;
   const check = async (after: string) => {
     const store = (instances[0] as { store: Store }).store;
     for (const payer of PAYERS) {
       let count = 0;
       let amount = 0n;
       for (const payment of sent.filter((p) => p.payer === payer)) {
-        const record = await store.getPayment(payment.key);
-        if (record?.state === "verified" || record?.state === "held") {
-          count++;
-          amount += BigInt(record.amount);
-        }
-        const job = await store.jobs.getByPayment(payment.key);
+        const { record, job, accepted } = await acceptedJob(store, payment.key);
+        if (record?.state === "verified" || record?.state === "held") count++;
+        if (accepted) amount += BigInt(record?.amount ?? 0);
         if (job && job.state === "queued") {
           expect(record?.state, `${after}: a queued job's payment`).toMatch(/^(held|settled)$/);
         }
+        if (job?.state === "failed" && record?.state === "settled") {
+          expect.fail(`${after}: a released job's payment was settled`);
+        }
       }
       expect(count, `${after}: unfinished payments of ${payer}`).toBeLessThanOrEqual(CAP);
-      expect(amount, `${after}: unfinished amount of ${payer} vs its balance`).toBeLessThanOrEqual(
-        chain.balance(payer),
-      );
+      if (!unseenTransfer) {
+        expect(amount, `${after}: accepted held jobs of ${payer} vs its balance`).toBeLessThanOrEqual(
+          chain.balance(payer),
+        );
+      }
     }
   };
 
@@ -175,14 +219,39 @@ async function runScenario(engine: Engine, steps: Step[]): Promise<void> {
           await Promise.all(batch);
           // Accepting a job sends nothing to the chain.
           expect(chain.balance(payer)).toBe(before);
+          unseenTransfer = false;
+          break;
+        }
+        case "transfer": {
+          const from = PAYERS[current.from] as string;
+          chain.transfer(from, PAYERS[current.to], BigInt(current.briefs) * BRIEF_PRICE);
+          if (current.looked) {
+            const instance = instances[current.briefs % 2] as (typeof instances)[number];
+            await instance.cover.catchUp();
+          } else unseenTransfer = true;
           break;
         }
         case "settle":
         case "release": {
-          const held = await heldKeys();
-          const payment = held[current.pick % Math.max(1, held.length)];
+          // The settler settles only a job that delivered: never one released as unpayable (failed).
+          const store0 = (instances[0] as { store: Store }).store;
+          const candidates = [];
+          for (const payment of await heldKeys()) {
+            if (current.kind === "release" || (await acceptedJob(store0, payment.key)).accepted)
+              candidates.push(payment);
+          }
+          const payment = candidates[current.pick % Math.max(1, candidates.length)];
           if (!payment) break;
           const store = (instances[1] as { store: Store }).store;
+          if (current.kind === "settle") {
+            // A worker takes the job: the check before it runs fails it unrun if its payment cannot settle.
+            const job = await store.jobs.getByPayment(payment.key);
+            const unpayable = job && (await whyHeldPaymentUnpayable(precheckOf(store, chain), job));
+            if (job && unpayable) {
+              await store.jobs.expire(job.id, { code: "payment_unpayable", message: unpayable });
+              break;
+            }
+          }
           const lease = now() + 60_000;
           if (!(await store.takeOverPayment(payment.key, now(), lease))) break;
           const record = await store.getPayment(payment.key);
@@ -193,9 +262,13 @@ async function runScenario(engine: Engine, steps: Step[]): Promise<void> {
             await store.completePayment(payment.key, { state: "released", outcome, lease });
             break;
           }
-          // The job delivered: the settler verifies again and settles it (the token moves the amount once).
+          // The job ran and delivered: the settler settles it (the token moves the amount once). A job that
+          // passed the check before it ran always can be: no job runs on a payment that can no longer settle.
           const transaction = record?.held ? chain.settle(record.held.payload) : undefined;
-          expect(transaction, `${label}: a held payment that can no longer settle`).toBeDefined();
+          expect(
+            transaction,
+            `${label}: a job ran on a held payment that can no longer settle`,
+          ).toBeDefined();
           await store.completePayment(payment.key, { state: "settled", txHash: transaction, outcome, lease });
           break;
         }
@@ -296,15 +369,78 @@ for (const engine of [sqlite, postgres]) {
       }
     });
 
-    it("two wallets passing the same funds: the job whose payer no longer covers it is failed unrun; one job runs", async () => {
+    it("two wallets passing the same funds through the cover watch: the first's job is released before the second's is accepted, nothing charged for it", async () => {
+      const ledger = await engine.create();
+      const store = await ledger.open();
+      const chain = new ModelChain();
+      const cover = coverWatch(store, chain);
+      const { gate, brief } = heldGate({ store, chain, maxHeldPerPayer: CAP, balances: cover });
+      try {
+        const [a, b] = [payerAddress(31), payerAddress(32)];
+        chain.fund(a, BRIEF_PRICE);
+        const first = await httpOutcome(gate, brief(briefPayment(a, 1)));
+        expect(first.status).toBe(202);
+        chain.transfer(a, b, BRIEF_PRICE);
+        // No look of the watch in between: the second's admission reads the transfer logs first.
+        const second = await httpOutcome(gate, brief(briefPayment(b, 1)));
+        expect(second.status).toBe(202);
+        const [jobA, jobB] = [JSON.parse(first.body).jobId, JSON.parse(second.body).jobId];
+        const released = await store.jobs.get(jobA);
+        expect(released?.state).toBe("failed");
+        expect(released?.error?.code).toBe("payment_unpayable");
+        expect(released?.error?.message).toContain("nothing was charged");
+        expect((await store.jobs.get(jobB))?.state).toBe("queued");
+        // The money moves back: the second's job is released in turn, the first's stays released.
+        chain.transfer(b, a, BRIEF_PRICE);
+        await cover.catchUp();
+        expect((await store.jobs.get(jobB))?.error?.code).toBe("payment_unpayable");
+        expect((await store.jobs.get(jobA))?.state).toBe("failed");
+        expect(chain.balance(a)).toBe(BRIEF_PRICE);
+      } finally {
+        gate.leases.stop();
+        await store.close();
+        await ledger.dispose();
+      }
+    });
+
+    it("the cover watch counts a ready job's payment until its settlement lands, and releases the newer job its payer no longer covers", async () => {
+      const ledger = await engine.create();
+      const store = await ledger.open();
+      const chain = new ModelChain();
+      const cover = coverWatch(store, chain);
+      const { gate, brief } = heldGate({ store, chain, maxHeldPerPayer: CAP, balances: cover });
+      try {
+        const payer = payerAddress(41);
+        chain.fund(payer, 2n * BRIEF_PRICE);
+        const answers = [];
+        for (const nonce of [1, 2]) answers.push(await httpOutcome(gate, brief(briefPayment(payer, nonce))));
+        const [older, newer] = answers.map((answer) => JSON.parse(answer.body).jobId as string);
+        // The older job ran and its result waits to be settled.
+        const claimed = await store.jobs.claim("worker", ["research-brief"], 60_000);
+        expect(claimed?.id).toBe(older);
+        expect(await store.jobs.complete(older as string, "worker", { brief: "done" })).toBe(true);
+        // Its settlement lands before the ledger says so: the payer's transfer out is that settlement.
+        const record = await store.getPayment(claimed?.paymentKey as string);
+        expect(chain.settle(record?.held?.payload as never)).toBeDefined();
+        await cover.catchUp();
+        expect((await store.jobs.get(newer as string))?.state).toBe("queued");
+        // Then the payer moves what is left away: the newer job is released, the ready one is not touched.
+        chain.transfer(payer, undefined, BRIEF_PRICE);
+        await cover.catchUp();
+        expect((await store.jobs.get(newer as string))?.error?.code).toBe("payment_unpayable");
+        expect((await store.jobs.get(older as string))?.state).toBe("ready");
+      } finally {
+        gate.leases.stop();
+        await store.close();
+        await ledger.dispose();
+      }
+    });
+
+    it("the check before a job runs (for a transfer the watch has not seen): the job whose payer no longer covers it is failed unrun; one job runs", async () => {
       const ledger = await engine.create();
       const store = await ledger.open();
       const chain = new ModelChain();
       const { gate, brief } = heldGate({ store, chain, maxHeldPerPayer: CAP });
-      const authorizations: AuthorizationChecker = {
-        check: async ({ payer, nonce }) =>
-          chain.isUsed(payer, nonce) ? { state: "consumed" } : { state: "unused" },
-      };
       const ran: string[] = [];
       const worker = new JobWorker({
         queue: store.jobs,
@@ -322,16 +458,7 @@ for (const engine of [sqlite, postgres]) {
         concurrency: 2,
         retentionMs: 86_400_000,
         pollMs: 20,
-        whyUnpayable: (job) =>
-          whyHeldPaymentUnpayable(
-            {
-              store,
-              authorizations,
-              balances: { balanceOf: async (_asset, holder) => chain.balance(holder) },
-              log: pino({ level: "silent" }),
-            },
-            job,
-          ),
+        whyUnpayable: (job) => whyHeldPaymentUnpayable(precheckOf(store, chain), job),
       });
       try {
         const [a, b] = [payerAddress(21), payerAddress(22)];
@@ -339,8 +466,7 @@ for (const engine of [sqlite, postgres]) {
         const first = await httpOutcome(gate, brief(briefPayment(a, 1)));
         expect(first.status).toBe(202);
         // A passes its funds to B after its job was accepted; B's brief is then accepted on the same money.
-        chain.balances.set(a.toLowerCase(), 0n);
-        chain.fund(b, BRIEF_PRICE);
+        chain.transfer(a, b, BRIEF_PRICE);
         const second = await httpOutcome(gate, brief(briefPayment(b, 1)));
         expect(second.status).toBe(202);
         const [jobA, jobB] = [JSON.parse(first.body).jobId, JSON.parse(second.body).jobId];

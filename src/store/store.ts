@@ -1,6 +1,6 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { FileBody } from "../contract/operation.ts";
-import type { JobQueue } from "../jobs/queue.ts";
+import type { JobQueue, JobState } from "../jobs/queue.ts";
 
 /**
  * The persistence boundary. Everything the service keeps (payments, their stored outcomes,
@@ -197,6 +197,46 @@ export interface SettlementTransactionRecord extends Omit<SettlementTransactionN
   amount: string | null;
 }
 
+/** A payer's place: its address and the asset and network its payments are in. */
+export interface PayerAccount {
+  payer: string;
+  network: string;
+  asset: string;
+}
+
+/** One unfinished (verified or held) payment of a payer, with the job it pays for, if any yet. */
+export interface UnfinishedPayment {
+  paymentKey: string;
+  /** Atomic units, decimal. */
+  amount: string;
+  state: "verified" | "held";
+  nonce: string;
+  payTo: string;
+  jobId: string | null;
+  jobState: JobState | null;
+}
+
+/** unfinishedPaymentsOf's row, as both engines select it (amount as text). */
+export interface UnfinishedPaymentRow {
+  payment_key: string;
+  amount: string;
+  state: "verified" | "held";
+  nonce: string;
+  pay_to: string;
+  job_id: string | null;
+  job_state: JobState | null;
+}
+
+export const toUnfinished = (row: UnfinishedPaymentRow): UnfinishedPayment => ({
+  paymentKey: row.payment_key,
+  amount: String(row.amount),
+  state: row.state,
+  nonce: row.nonce,
+  payTo: row.pay_to,
+  jobId: row.job_id,
+  jobState: row.job_state,
+});
+
 /** A reservation made, or the payment already in the ledger. */
 export type Reservation = { reserved: true } | { reserved: false; existing: PaymentRecord };
 
@@ -249,6 +289,10 @@ export interface Store {
    * waits or runs is not read at all.
    */
   heldPaymentsToDecide(options: { expiringBefore: number; limit: number }): Promise<string[]>;
+  /** Payers with unfinished (verified or held) payments on `network`: whose outgoing transfers may uncover them. */
+  payersWithUnfinishedPayments(network: string): Promise<PayerAccount[]>;
+  /** A payer's unfinished payments on its network and asset, oldest first, each with its job (if any). */
+  unfinishedPaymentsOf(account: PayerAccount): Promise<UnfinishedPayment[]>;
   /**
    * Payments left "verified" whose lease ran out (their owner stopped: a crash, a lost store): what the
    * recovery sweeper resolves, oldest lease first, at most `limit`.

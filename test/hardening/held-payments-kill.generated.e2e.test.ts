@@ -15,17 +15,21 @@ import type { Store } from "../../src/store/store.ts";
 import { paymentKeyOf } from "../helpers/payment-faults.ts";
 import { createTestDatabase, testDatabaseUrl } from "../helpers/postgres.ts";
 import { type Spawned, spawnUtility402, until, waitFor } from "../helpers/processes.ts";
-import { freePort, jsonPost } from "../helpers/service.ts";
+import { freePort, jsonPost, usdcSender } from "../helpers/service.ts";
 import { type SourceStandIns, startSourceStandIns } from "../operations/research-sources-standins.ts";
 
 /**
  * Issue 33, generated: random interleavings of held research payments' admissions (floods of one payer's
  * briefs), verifications (replays of accepted payments), releases (briefs whose upstream is down fail),
- * settlements (briefs delivered), fundings, upstream stalls, and kill -9 of the service process (a real
+ * settlements (briefs delivered), fundings, chain transfers (a payer's USDC leaves, or moves to the other
+ * payer; the step ends once the service has released what the transfer uncovered, or fails after 30 s),
+ * upstream stalls, and kill -9 of the service process (a real
  * child process on the local chain, restarted on the same ledger, no client retry). After every step,
  * read from the chain (balanceOf, authorizationState) and the ledger, never from what the service says:
  *
- * - no payer has more accepted, unsettled held payments than the cap or than its balance covers;
+ * - no payer has more accepted, unsettled held payments than the cap or than its balance covers (a job its
+ *   payer's transfer caught after it finished, waiting to settle, is the one exception: it cannot be stopped,
+ *   its result is withheld if its settlement is refused, and nothing is charged);
  * - no job runs (or waits to settle) without a payment that can still settle;
  * - a payment used on chain is settled or about to be (held, verified), never released or failed; a
  *   released, refused or failed one is unused; every balance is its funding less the used payments.
@@ -50,7 +54,9 @@ type Step =
   | { kind: "fund"; payer: number; briefs: number }
   | { kind: "replay"; pick: number }
   | { kind: "stall" | "answer" | "outage" }
-  | { kind: "kill"; afterMs: number };
+  | { kind: "kill"; afterMs: number }
+  /** `to`: the other payer, or (its own index) away from both. */
+  | { kind: "transfer"; from: number; to: number; briefs: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   {
@@ -78,7 +84,18 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({ kind: fc.constant("kill" as const), afterMs: fc.integer({ min: 0, max: 1500 }) }),
   },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("transfer" as const),
+      from: fc.nat(1),
+      to: fc.nat(1),
+      briefs: fc.integer({ min: 1, max: 2 }),
+    }),
+  },
 );
+/** Where USDC goes when it leaves both payers. */
+const AWAY = "0x00000000000000000000000000000000000a11a1" as const;
 
 interface Ledger {
   env: Record<string, string>;
@@ -124,7 +141,7 @@ for (const { name, create } of ledgers) {
     let service: Spawned | undefined;
     let base: string;
     let store: Store | undefined;
-    const kills = { count: 0, steps: 0, runs: 0 };
+    const kills = { count: 0, steps: 0, runs: 0, transfers: 0 };
 
     const start = async () => {
       service = spawnUtility402(["serve"], env);
@@ -161,7 +178,7 @@ for (const { name, create } of ledgers) {
     afterAll(async () => {
       console.log(
         `held payments under kill -9 (${name}): fast-check seed ${SEED} (FC_SEED=${SEED} replays it); ` +
-          `${kills.runs} runs, ${kills.steps} steps, ${kills.count} kills`,
+          `${kills.runs} runs, ${kills.steps} steps, ${kills.count} kills, ${kills.transfers} transfers`,
       );
       await store?.close().catch(() => undefined);
       await service?.stop(2000);
@@ -194,10 +211,17 @@ for (const { name, create } of ledgers) {
       const url = `${base}/v1/research-brief`;
       const request = { question: QUESTION, requiredSources: 2, maxWords: 200 };
       // Fresh payers for each run, derived from the seed so that a replay signs the same way.
-      const payers: Payer[] = [0, 1].map((i) =>
-        createPayer(keccak256(toHex(`held-kill:${SEED}:${run}:${i}`))),
+      const keys = [0, 1].map((i) => keccak256(toHex(`held-kill:${SEED}:${run}:${i}`)));
+      const payers: Payer[] = keys.map((key) => createPayer(key));
+      const senders = keys.map((key) => usdcSender(chain.rpcUrl, key));
+      await fundLocalAccounts(
+        chain.rpcUrl,
+        payers.map((payer) => ({ address: payer.address, ether: 10n ** 18n })),
       );
+      /** USDC each payer received (fundings, the other's transfers) less what it sent away by transfer. */
       const funded = payers.map(() => 0n);
+      /** Payers that sent USDC by transfer in this run. */
+      const sentAway = new Set<number>();
       const startBalances = await Promise.all(payers.map((payer) => balanceOf(payer.address)));
       const payTo = devAccounts().payTo.address as `0x${string}`;
       const payToBefore = await balanceOf(payTo);
@@ -211,26 +235,41 @@ for (const { name, create } of ledgers) {
       }[] = [];
       let release: (() => void) | undefined;
 
-      const check = async (label: string) => {
+      /**
+       * The chain at one block, then the ledger: a payment used by that block is never shown unsettled and
+       * unfinished as if it were still owed. `owed`: the payer's accepted unsettled held payments (a job
+       * released as unpayable is not accepted; see the header for a ready job after a transfer).
+       */
+      const payerAt = async (index: number, block: bigint) => {
         const ledgerStore = store as Store;
-        // The chain at one block, then the ledger: a payment used by that block is never shown unsettled
-        // and unfinished as if it were still owed, and the balance matches the nonces used at that block.
+        const payer = payers[index] as Payer;
+        const balance = await balanceOf(payer.address, block);
+        const mine = sent.filter((p) => p.payer === index);
+        const onChain = await Promise.all(mine.map((p) => used(payer.address, p.nonce, block)));
+        const records = await Promise.all(mine.map((p) => ledgerStore.getPayment(p.key)));
+        const jobs = await Promise.all(mine.map((p) => ledgerStore.jobs.getByPayment(p.key)));
+        let outstanding = 0;
+        let owed = 0n;
+        for (const [i, record] of records.entries()) {
+          const unfinished = record?.state === "verified" || record?.state === "held";
+          if (!unfinished || onChain[i]) continue;
+          outstanding++;
+          const job = jobs[i];
+          const stopped = job?.state === "failed" || (job?.state === "ready" && sentAway.has(index));
+          if (!stopped) owed += BigInt(record.amount);
+        }
+        return { payer, balance, mine, onChain, records, jobs, outstanding, owed };
+      };
+
+      const check = async (label: string) => {
         const block = await client().getBlockNumber();
-        for (const [index, payer] of payers.entries()) {
-          const balance = await balanceOf(payer.address, block);
-          const mine = sent.filter((p) => p.payer === index);
-          const onChain = await Promise.all(mine.map((p) => used(payer.address, p.nonce, block)));
-          const records = await Promise.all(mine.map((p) => ledgerStore.getPayment(p.key)));
-          const jobs = await Promise.all(mine.map((p) => ledgerStore.jobs.getByPayment(p.key)));
-          let outstanding = 0;
-          let owed = 0n;
+        for (const index of payers.keys()) {
+          const { payer, balance, mine, onChain, records, jobs, outstanding, owed } = await payerAt(
+            index,
+            block,
+          );
           for (const [i, record] of records.entries()) {
             const what = `${label}: payment ${i} of payer ${index} (${record?.state ?? "no record"}, used ${onChain[i]}, job ${jobs[i]?.state ?? "none"})`;
-            const unfinished = record?.state === "verified" || record?.state === "held";
-            if (unfinished && !onChain[i]) {
-              outstanding++;
-              owed += BigInt(record.amount);
-            }
             // Settled after the block read: used by the latest block, then.
             if (record?.state === "settled" && !onChain[i]) {
               expect(await used(payer.address, mine[i]?.nonce as `0x${string}`), what).toBe(true);
@@ -321,6 +360,32 @@ for (const { name, create } of ledgers) {
               release?.();
               release = undefined;
               break;
+            case "transfer": {
+              const amount = BigInt(current.briefs) * PRICE;
+              const have = await balanceOf((payers[current.from] as Payer).address);
+              const moved = have < amount ? have : amount;
+              if (moved === 0n) break;
+              const toOther = current.to !== current.from;
+              await (senders[current.from] as (typeof senders)[number])(
+                toOther ? (payers[current.to] as Payer).address : AWAY,
+                moved,
+              );
+              funded[current.from] = (funded[current.from] as bigint) - moved;
+              if (toOther) funded[current.to] = (funded[current.to] as bigint) + moved;
+              sentAway.add(current.from);
+              kills.transfers++;
+              // The service watches its payers' transfers: what this one uncovered is released promptly.
+              await until(
+                `${label}: the service to release the jobs the transfer uncovered`,
+                async () => {
+                  const block = await client().getBlockNumber();
+                  const state = await payerAt(current.from, block);
+                  return state.owed <= state.balance ? true : undefined;
+                },
+                30_000,
+              );
+              break;
+            }
             case "kill": {
               if (current.afterMs > 0) await new Promise((resolve) => setTimeout(resolve, current.afterMs));
               kills.count++;

@@ -10,6 +10,8 @@ import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { PaymentGate } from "../../src/payments/resource-server/gate.ts";
 import type { PaidRequest } from "../../src/payments/resource-server/paid-request.ts";
 import type { PaymentTerms } from "../../src/payments/resource-server/terms.ts";
+import type { AuthorizationChecker } from "../../src/payments/settler/authorization-state.ts";
+import type { TokenBalances, TokenTransfers } from "../../src/payments/settler/token-balances.ts";
 import type { Store } from "../../src/store/store.ts";
 import { decoded } from "./gate-stand-ins.ts";
 
@@ -67,10 +69,16 @@ type Authorization = { from: string; value: string; nonce: string };
 const authorizationOf = (payload: PaymentPayload) =>
   (payload.payload as { authorization: Authorization }).authorization;
 
-/** The token, as far as the held admission can tell: balances, used nonces, transfers that revert. */
-export class ModelChain {
-  readonly balances = new Map<string, bigint>();
+/**
+ * The token, as far as the held admission can tell: balances, used nonces, transfers that revert; every
+ * change of a balance is a block, with a Transfer log from its sender, so a payer's balance can be read at
+ * any block and its transfers out found by block range (what the payer-cover watch reads).
+ */
+export class ModelChain implements TokenTransfers {
+  private readonly balances = new Map<string, bigint>();
   private readonly used = new Set<string>();
+  /** Block n (1-based) moved `amount` from `from` (undefined: minted) to `to` (undefined: out of the model). */
+  private readonly blocks: { from?: string; to?: string; amount: bigint }[] = [];
   private transactions = 0;
 
   balance(payer: string): bigint {
@@ -78,8 +86,56 @@ export class ModelChain {
   }
 
   fund(payer: string, amount: bigint): void {
-    this.balances.set(payer.toLowerCase(), this.balance(payer) + amount);
+    this.move(undefined, payer, amount);
   }
+
+  /** An ordinary transfer of the payer's own (capped to what it holds): to another payer, or away (no `to`). */
+  transfer(from: string, to: string | undefined, amount: bigint): bigint {
+    const moved = amount < this.balance(from) ? amount : this.balance(from);
+    if (moved > 0n) this.move(from, to, moved);
+    return moved;
+  }
+
+  private move(from: string | undefined, to: string | undefined, amount: bigint): void {
+    const [sender, receiver] = [from?.toLowerCase(), to?.toLowerCase()];
+    if (sender) this.balances.set(sender, this.balance(sender) - amount);
+    if (receiver) this.balances.set(receiver, this.balance(receiver) + amount);
+    this.blocks.push({ ...(sender ? { from: sender } : {}), ...(receiver ? { to: receiver } : {}), amount });
+  }
+
+  async latestBlock(): Promise<bigint> {
+    return BigInt(this.blocks.length);
+  }
+
+  async balanceOf(_asset: `0x${string}`, holder: `0x${string}`, block?: bigint): Promise<bigint> {
+    const who = holder.toLowerCase();
+    let balance = 0n;
+    for (const moved of this.blocks.slice(0, block === undefined ? undefined : Number(block))) {
+      if (moved.to === who) balance += moved.amount;
+      if (moved.from === who) balance -= moved.amount;
+    }
+    return balance;
+  }
+
+  async sendersAmong(
+    _asset: `0x${string}`,
+    holders: readonly `0x${string}`[],
+    fromBlock: bigint,
+    toBlock: bigint,
+  ): Promise<Set<string>> {
+    const wanted = new Set(holders.map((holder) => holder.toLowerCase()));
+    const senders = new Set<string>();
+    for (const moved of this.blocks.slice(Number(fromBlock) - 1, Number(toBlock))) {
+      if (moved.from && wanted.has(moved.from)) senders.add(moved.from);
+    }
+    return senders;
+  }
+
+  /** The token's authorizationState, as the settler's checker reads it. */
+  readonly authorizations: AuthorizationChecker = {
+    check: async ({ payer, nonce }) =>
+      this.isUsed(payer, nonce) ? { state: "consumed" } : { state: "unused" },
+  };
 
   /** authorizationState: whether the payer's nonce was used. */
   isUsed(payer: string, nonce: string): boolean {
@@ -97,7 +153,7 @@ export class ModelChain {
     if (!this.wouldPay(payload)) return undefined;
     const { from, value, nonce } = authorizationOf(payload);
     this.used.add(`${from.toLowerCase()}:${nonce}`);
-    this.balances.set(from.toLowerCase(), this.balance(from) - BigInt(value));
+    this.move(from, briefRequirements.payTo, BigInt(value));
     return `0x${(++this.transactions).toString(16).padStart(64, "0")}`;
   }
 
@@ -134,6 +190,8 @@ export function heldGate(options: {
   chain: ModelChain;
   maxHeldPerPayer: number;
   now?: () => number;
+  /** What admissions read balances through (a PayerCover, as the service wires it); by default the chain now. */
+  balances?: TokenBalances;
 }) {
   const { store, chain } = options;
   const gate = new PaymentGate({
@@ -143,7 +201,7 @@ export function heldGate(options: {
     metrics: new Metrics(),
     settlementTimeoutMs: 1000,
     maxHeldPerPayer: options.maxHeldPerPayer,
-    balances: { balanceOf: async (_asset, holder) => chain.balance(holder) },
+    balances: options.balances ?? { balanceOf: async (_asset, holder) => chain.balance(holder) },
     ...(options.now ? { now: options.now } : {}),
   });
   const brief = (header: string): PaidRequest => ({

@@ -6,6 +6,7 @@ import type {
   HeldAdmission,
   HeldAuthorization,
   NewPayment,
+  PayerAccount,
   PayerPaymentsQuery,
   PaymentCompletion,
   PaymentCounts,
@@ -21,8 +22,10 @@ import type {
   SettlerClaimResult,
   Store,
   StoredOutcome,
+  UnfinishedPayment,
+  UnfinishedPaymentRow,
 } from "../store.ts";
-import { heldRefusal, LATE_LANDING_MS } from "../store.ts";
+import { heldRefusal, LATE_LANDING_MS, toUnfinished } from "../store.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 
 export interface PostgresStoreOptions {
@@ -319,6 +322,25 @@ export class PostgresStore implements Store {
       [options.expiringBefore, options.limit],
     );
     return rows.map((row) => row.payment_key);
+  }
+
+  async payersWithUnfinishedPayments(network: string): Promise<PayerAccount[]> {
+    const { rows } = await this.pool.query<PayerAccount>(
+      `SELECT DISTINCT payer, network, asset FROM payments WHERE state IN ('verified', 'held') AND network = $1`,
+      [network],
+    );
+    return rows;
+  }
+
+  async unfinishedPaymentsOf(account: PayerAccount): Promise<UnfinishedPayment[]> {
+    const { rows } = await this.pool.query<UnfinishedPaymentRow>(
+      `SELECT p.payment_key, p.amount::text AS amount, p.state, p.nonce, p.pay_to, j.id AS job_id, j.state AS job_state
+       FROM payments p LEFT JOIN jobs j ON j.payment_key = p.payment_key
+       WHERE p.payer = $1 AND p.network = $2 AND p.asset = $3 AND p.state IN ('verified', 'held')
+       ORDER BY p.created_at, p.payment_key`,
+      [account.payer, account.network, account.asset],
+    );
+    return rows.map(toUnfinished);
   }
 
   async orphanedPayments(now: number, limit: number): Promise<PaymentRecord[]> {

@@ -8,6 +8,7 @@ import type {
   HeldAdmission,
   HeldAuthorization,
   NewPayment,
+  PayerAccount,
   PayerPaymentsQuery,
   PaymentCompletion,
   PaymentCounts,
@@ -23,8 +24,10 @@ import type {
   SettlerClaimResult,
   Store,
   StoredOutcome,
+  UnfinishedPayment,
+  UnfinishedPaymentRow,
 } from "../store.ts";
-import { heldRefusal, LATE_LANDING_MS } from "../store.ts";
+import { heldRefusal, LATE_LANDING_MS, toUnfinished } from "../store.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 
 interface PaymentRow {
@@ -127,6 +130,16 @@ export class SqliteStore implements Store {
       markOutcomeDelivered: this.db.prepare(
         `UPDATE payments SET outcome = json_set(json_remove(outcome, '$.awaitingClient'), '$.deliveredAt', ?)
          WHERE payment_key = ? AND json_extract(outcome, '$.awaitingClient') IS NOT NULL`,
+      ),
+      payersWithUnfinished: this.db.prepare(
+        `SELECT DISTINCT payer, network, asset FROM payments
+         WHERE state IN ('verified', 'held') AND network = ?`,
+      ),
+      unfinishedOfPayer: this.db.prepare(
+        `SELECT p.payment_key, p.amount, p.state, p.nonce, p.pay_to, j.id AS job_id, j.state AS job_state
+         FROM payments p LEFT JOIN jobs j ON j.payment_key = p.payment_key
+         WHERE p.payer = @payer AND p.network = @network AND p.asset = @asset AND p.state IN ('verified', 'held')
+         ORDER BY p.created_at, p.payment_key`,
       ),
       orphanedPayments: this.db.prepare(
         "SELECT * FROM payments WHERE state = 'verified' AND lease_until <= ? ORDER BY lease_until LIMIT ?",
@@ -293,6 +306,14 @@ export class SqliteStore implements Store {
     return (this.statements.heldPaymentsToDecide.all(options) as { payment_key: string }[]).map(
       (row) => row.payment_key,
     );
+  }
+
+  async payersWithUnfinishedPayments(network: string): Promise<PayerAccount[]> {
+    return this.statements.payersWithUnfinished.all(network) as PayerAccount[];
+  }
+
+  async unfinishedPaymentsOf(account: PayerAccount): Promise<UnfinishedPayment[]> {
+    return (this.statements.unfinishedOfPayer.all(account) as UnfinishedPaymentRow[]).map(toUnfinished);
   }
 
   async orphanedPayments(now: number, limit: number): Promise<PaymentRecord[]> {
