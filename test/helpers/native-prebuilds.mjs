@@ -28,8 +28,11 @@ const binary = path.join("build", "Release", "better_sqlite3.node");
 function prebuildFile(packageDir) {
   const require = createRequire(path.join(packageDir, "package.json"));
   const pkg = require("./package.json");
-  const options = require("prebuild-install/rc")(pkg);
-  const url = require("prebuild-install/util").getDownloadUrl({ ...options, pkg });
+  // The prebuild-install better-sqlite3's install script runs, found from better-sqlite3's directory: its
+  // dependency, not this project's, so its naming is the one the install applies.
+  const prebuildInstall = (file) => require(`prebuild-install/${file}`);
+  const options = prebuildInstall("rc")(pkg);
+  const url = prebuildInstall("util").getDownloadUrl({ ...options, pkg });
   return path.join(localPrebuildsDir, path.basename(url));
 }
 
