@@ -16,6 +16,13 @@ import { freePort, jsonPost } from "../helpers/service.ts";
  * fetches it), its build stage (dist/ and the releases, with the dev dependencies), its production
  * install (`npm ci --omit=dev …`, native modules built for that Node), the files its final stage copies,
  * its environment and its command: built JavaScript run by node, no TypeScript loader.
+ *
+ * better-sqlite3's install script (`prebuild-install || node-gyp rebuild`) compiles sqlite for that Node
+ * the first time, about ten minutes; the binary is then saved where prebuild-install looks for local
+ * prebuilds (test/helpers/native-prebuilds.mjs), and the next install with the same key (the package's
+ * version, the Node ABI, platform, C library and architecture) unpacks it instead. The install is the
+ * image's own either way: npm ci, the production tree, the install scripts; what a run with a saved
+ * binary does not repeat is the compile (`.ci/run` compiles for that Node too, in its rebuild).
  */
 const root = path.resolve(import.meta.dirname, "../..");
 /** The Dockerfile with its continued lines joined. */
@@ -55,6 +62,8 @@ function ltsNodeBin(major: string, into: string): string {
   execFileSync("tar", ["-xzf", tarball], { cwd: into });
   return path.join(into, "package", "bin");
 }
+
+const nativePrebuilds = path.join(root, "test", "helpers", "native-prebuilds.mjs");
 
 /** The pino lines of an output at level error or fatal, and any line that is not JSON. */
 function errorLines(output: string): string[] {
@@ -105,6 +114,15 @@ describe("the production image's install and start", () => {
     for (const file of [...copied, ...fromBuild, "package-lock.json"]) {
       fs.cpSync(path.join(root, file), path.join(app, file), { recursive: true });
     }
+    // Whether this Node's better-sqlite3 binary was compiled and saved before (the lockfile pins the same
+    // version here as in the image's install).
+    const prebuild = JSON.parse(
+      execFileSync(
+        path.join(nodeBin, "node"),
+        [nativePrebuilds, "where", path.join(root, "node_modules", "better-sqlite3")],
+        { env: withLts, encoding: "utf8" },
+      ),
+    ) as { dir: string; file: string; saved: boolean };
     const systemNpmCafile = execFileSync("npm", ["config", "get", "cafile"], { encoding: "utf8" }).trim();
     const [npm, ...args] = (productionInstall as string).split(/\s+/);
     execFileSync(npm as string, [...args, "--prefer-offline", "--no-audit", "--no-fund"], {
@@ -114,12 +132,20 @@ describe("the production image's install and start", () => {
         ...withLts,
         NODE_ENV: "production",
         npm_config_nodedir: path.dirname(nodeBin),
+        npm_config_better_sqlite3_local_prebuilds: prebuild.dir,
         // That Node's own npm does not read this machine's global npmrc: pass on its CA file, if any.
         ...(systemNpmCafile && systemNpmCafile !== "null" && systemNpmCafile !== "undefined"
           ? { npm_config_cafile: systemNpmCafile }
           : {}),
       },
     });
+    if (!prebuild.saved) {
+      const installed = path.join(app, "node_modules", "better-sqlite3");
+      execFileSync(path.join(nodeBin, "node"), [nativePrebuilds, "save", installed], { env: withLts });
+    }
+    console.log(
+      `better-sqlite3 for Node ${nodeMajor}: ${prebuild.saved ? "unpacked from" : "compiled by the install, saved as"} ${prebuild.file}`,
+    );
 
     chain = await startLocalChain({ port: await freePort(), log: pino({ level: "silent" }) });
     const port = await freePort();
