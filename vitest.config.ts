@@ -46,6 +46,7 @@ const SRC_TESTS_THAT_START_THINGS = [
   "src/operations/tender-shortlist/ted-client.test.ts", // a stand-in TED API server
   "src/operations/unit-convert/gnu-units.test.ts", // GNU units, a program CI installs
   "src/store/store.test.ts", // the store contract on PostgreSQL too
+  "src/payments/vouchers/voucher-calls.test.ts", // voucher channels on PostgreSQL too, two instances
 ];
 
 /**

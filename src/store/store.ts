@@ -1,5 +1,6 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { JobQueue } from "../jobs/queue.ts";
+import type { VoucherChannelStore } from "./voucher-channels.ts";
 
 /**
  * The persistence boundary. Everything the service keeps (payments, their stored outcomes,
@@ -291,5 +292,7 @@ export interface Store {
   releaseCacheLoad(key: string, owner: string): Promise<void>;
   /** The durable job queue, in the same database as the ledger (a job is linked to its payment). */
   readonly jobs: JobQueue;
+  /** The x402 batch-settlement channels and their ledger of voucher-paid calls. */
+  readonly vouchers: VoucherChannelStore;
   close(): Promise<void>;
 }

@@ -25,6 +25,7 @@ import type {
 } from "../store.ts";
 import { heldRefusal, LATE_LANDING_MS } from "../store.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
+import { SqliteVoucherChannels } from "./sqlite-voucher-channels.ts";
 
 interface PaymentRow {
   payment_key: string;
@@ -80,6 +81,7 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly statements;
   readonly jobs: SqliteJobQueue;
+  readonly vouchers: SqliteVoucherChannels;
 
   /** `now` (epoch ms) drives the job queue's leases and liveness; injectable for tests. */
   constructor(file: string, options: { now?: () => number } = {}) {
@@ -191,6 +193,7 @@ export class SqliteStore implements Store {
       releaseSettler: this.db.prepare("DELETE FROM settler_claims WHERE account = ? AND instance_id = ?"),
     };
     this.jobs = new SqliteJobQueue(this.db, options.now);
+    this.vouchers = new SqliteVoucherChannels(this.db);
   }
 
   private migrate(): void {
