@@ -1,5 +1,5 @@
 /**
- * Compiles contracts/*.sol (the local chain's DEX stand-ins) with solc-js and writes one artifact per
+ * Compiles contracts/*.sol (the local chain's DEX stand-ins and the x402 batch-settlement escrow) with solc-js and writes one artifact per
  * deployed contract to src/chain/dex/artifacts/ (committed: the service never compiles at run time).
  * A test recompiles and checks the committed bytecode is what these sources give.
  *
@@ -24,6 +24,8 @@ export const DEPLOYED_CONTRACTS = [
   "SlipstreamStandIn",
   "ChainlinkFeedStandIn",
   "GasPriceOracleStandIn",
+  "x402BatchSettlement",
+  "ERC3009DepositCollector",
 ] as const;
 
 export interface ContractArtifact {

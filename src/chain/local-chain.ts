@@ -16,6 +16,7 @@ import {
 } from "viem";
 import { base } from "viem/chains";
 import { BASE_USDC_ADDRESS } from "../config.ts";
+import { deployBatchSettlement } from "./batch-settlement.ts";
 import { type DevAccounts, devAccounts } from "./dev-accounts.ts";
 import { MULTICALL3_ADDRESS, MULTICALL3_CREATION_BYTECODE } from "./multicall3.ts";
 
@@ -103,7 +104,8 @@ function link(bytecode: Hex, references: { start: number; length: number }[], ad
 
 /**
  * Starts anvil as Base (chain id 8453) with real USDC (Circle's FiatTokenV2_2, "USD Coin" v2,
- * 6 decimals) at the Base USDC address, Multicall3 at its canonical address, and dev accounts
+ * 6 decimals) at the Base USDC address, Multicall3 and the x402 batch-settlement escrow (with its
+ * ERC-3009 deposit collector) at their canonical addresses, and dev accounts
  * #2–#9 funded with test USDC. With a state file, the chain (and so the ledger's transactions)
  * survives restarts.
  */
@@ -176,6 +178,8 @@ export async function startLocalChain(options: {
     await waitForRpc(rpcUrl, child, () => stderr);
     const accounts = devAccounts();
     await bootstrap(rpcUrl, accounts, log);
+    // Also on a restored state: one saved before the escrow existed gets it too.
+    await deployBatchSettlement(rpcUrl);
     return { rpcUrl, accounts, stop };
   } catch (error) {
     await stop();
