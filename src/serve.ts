@@ -30,11 +30,12 @@ import { whyHeldPaymentUnpayable } from "./payments/resource-server/held-payment
 import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
-import { buildRouteTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
+import { buildRouteTerms, type PaymentTerms, type VoucherOffer } from "./payments/resource-server/terms.ts";
 import { createAuthorizationChecker } from "./payments/settler/authorization-state.ts";
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
 import { createTokenBalances } from "./payments/settler/token-balances.ts";
+import { resolveVoucherOffer } from "./payments/vouchers/voucher-offer.ts";
 import { Problem } from "./problem.ts";
 import { ShutdownStack } from "./shutdown-stack.ts";
 import { databaseStartError, listenStartError, rpcStartError } from "./startup-error.ts";
@@ -105,9 +106,17 @@ export async function startService(
     const resourceServer = new x402ResourceServer(backend.facilitator)
       .register(config.payment.network, new ExactEvmScheme())
       .registerExtension(bazaarResourceServerExtension);
+    const vouchers = await resolveVoucherOffer({
+      vouchers: config.payment.vouchers,
+      network: config.payment.network,
+      facilitator: backend.facilitator,
+      settlerAddress: backend.settlerAddress,
+      timeoutMs: config.payment.facilitatorTimeoutMs,
+    });
+    log.info({ vouchers: vouchers.why }, "payment schemes");
     const { termsById, documents } = await describeOperations(
       config,
-      chain.payTo,
+      { payTo: chain.payTo, voucherOffer: vouchers.offer },
       resourceServer,
       operations,
       started,
@@ -320,12 +329,12 @@ async function connectPaymentBackend(
 /** Each operation's 402 terms, and the documents (/openapi.json, /catalog.json, …) built from them. */
 async function describeOperations(
   config: Config,
-  payTo: `0x${string}`,
+  quoted: { payTo: `0x${string}`; voucherOffer?: VoucherOffer },
   resourceServer: x402ResourceServer,
   operations: readonly AnyOperation[],
   started: Started,
 ): Promise<{ termsById: Map<string, PaymentTerms>; documents: Documents }> {
-  const settings = { ...config.payment, payTo };
+  const settings = { ...config.payment, ...quoted };
   // What each started operation says of itself (the dataset it loaded) is what its terms and documents say.
   const described = operations.map((operation) => {
     const own = started.get(operation.id)?.describe;

@@ -23,11 +23,35 @@ export interface PaymentSettings {
   maxTimeoutSeconds: number;
   /** An async operation's payment is held while its job runs: its authorization must last that long. */
   jobMaxTimeoutSeconds: number;
+  /** The batch-settlement offer (vouchers), resolved at start; absent: `exact` only. */
+  voucherOffer?: VoucherOffer;
 }
+
+/** The x402 scheme name of vouchers: a deposit in an on-chain channel, a signed cumulative voucher per call. */
+export const BATCH_SETTLEMENT = "batch-settlement";
+
+/** The channel parameters a batch-settlement quote names (coinbase/x402 scheme_batch_settlement_evm.md). */
+export interface VoucherOffer {
+  receiverAuthorizer: `0x${string}`;
+  /** Seconds; 900 to 2,592,000. */
+  withdrawDelay: number;
+  /** Atomic units the client should deposit; a route's price is quoted instead when higher. */
+  minDeposit: string;
+}
+
+/**
+ * Operations whose answer is delivered in the request (sync, product) offer vouchers. An async job's
+ * payment is held, unsettled, until its job delivers; a voucher's charge is committed with the answer it
+ * paid for, and a job's 202 is not that answer (docs/payments.md, "Vouchers").
+ */
+export const offersVouchers = (operation: Pick<AnyOperation, "kind">) => operation.kind !== "async";
 
 /** The static payment terms of one route: built once at start, since they never change per request. */
 export interface PaymentTerms {
+  /** The `exact` quote: what x402 v1 clients and the async operations are offered. */
   requirements: PaymentRequirements;
+  /** The `batch-settlement` quote offered beside it (x402 v2 over HTTP and MCP), when vouchers are on. */
+  voucher?: PaymentRequirements;
   paymentRequired: PaymentRequired;
   /** base64 PAYMENT-REQUIRED header value, encoded once. */
   header: string;
@@ -120,6 +144,28 @@ export function paymentRequirements(
     maxTimeoutSeconds,
     // The EIP-712 domain of the token: USDC on Base mainnet is "USD Coin", version "2".
     extra: { name: settings.assetName, version: settings.assetVersion },
+  };
+}
+
+/** The route's `batch-settlement` quote: the `exact` one's price, payee and asset, with the channel's parameters. */
+export function voucherRequirements(
+  operation: AnyOperation,
+  settings: PaymentSettings,
+  offer: VoucherOffer,
+  maxTimeoutSeconds?: number,
+): PaymentRequirements {
+  const exact = paymentRequirements(operation, settings, maxTimeoutSeconds);
+  return {
+    ...exact,
+    scheme: BATCH_SETTLEMENT,
+    extra: {
+      receiverAuthorizer: offer.receiverAuthorizer,
+      withdrawDelay: offer.withdrawDelay,
+      name: settings.assetName,
+      version: settings.assetVersion,
+      // The spec: when present, at least the amount.
+      minDeposit: BigInt(offer.minDeposit) >= BigInt(exact.amount) ? offer.minDeposit : exact.amount,
+    },
   };
 }
 
@@ -232,6 +278,10 @@ export async function buildPaymentTerms(
   quote?: { maxTimeoutSeconds: number; siblings: SiblingQuote[] },
 ): Promise<PaymentTerms> {
   const requirements = paymentRequirements(operation, settings, quote?.maxTimeoutSeconds);
+  const voucher =
+    settings.voucherOffer && offersVouchers(operation)
+      ? voucherRequirements(operation, settings, settings.voucherOffer, quote?.maxTimeoutSeconds)
+      : undefined;
   const url = baseUrl + operation.path;
   // A fixed request context lets the Bazaar extension record the route's method once.
   const context = {
@@ -247,7 +297,7 @@ export async function buildPaymentTerms(
     },
   };
   const paymentRequired = await resourceServer.createPaymentRequiredResponse(
-    [requirements],
+    voucher ? [requirements, voucher] : [requirements],
     { url, description: operation.summary, mimeType: operation.outputContentType },
     undefined,
     resourceServer.enrichExtensions(
@@ -267,6 +317,7 @@ export async function buildPaymentTerms(
   const discovery = resourceServer.enrichExtensions(bazaarDeclaration(operation), context);
   return {
     requirements,
+    ...(voucher ? { voucher } : {}),
     paymentRequired,
     header,
     discovery,
