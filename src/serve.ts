@@ -30,12 +30,13 @@ import { whyHeldPaymentUnpayable } from "./payments/resource-server/held-payment
 import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
-import { buildRouteTerms, type PaymentTerms, type VoucherOffer } from "./payments/resource-server/terms.ts";
+import { buildRouteTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
 import { createAuthorizationChecker } from "./payments/settler/authorization-state.ts";
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
 import { createTokenBalances } from "./payments/settler/token-balances.ts";
 import { resolveVoucherOffer } from "./payments/vouchers/voucher-offer.ts";
+import type { VoucherOffer } from "./payments/vouchers/voucher-terms.ts";
 import { Problem } from "./problem.ts";
 import { ShutdownStack } from "./shutdown-stack.ts";
 import { databaseStartError, listenStartError, rpcStartError } from "./startup-error.ts";

@@ -1,6 +1,9 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { JobQueue } from "../jobs/queue.ts";
+import type { StoredOutcome } from "./stored-outcome.ts";
 import type { VoucherChannelStore } from "./voucher-channels.ts";
+
+export type { FileBody, StoredOutcome } from "./stored-outcome.ts";
 
 /**
  * The persistence boundary. Everything the service keeps (payments, their stored outcomes,
@@ -21,25 +24,6 @@ export interface HeldAuthorization {
   requirements: PaymentRequirements;
   /** The way its call came in (PaidCall.door), for the revenue metric; absent on payments held before it was kept. */
   door?: string;
-}
-
-/** The response a payment produced, kept so a retry of the same payment gets the same answer. */
-export interface StoredOutcome {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-  /** A download: the body is this file, streamed from disk when the outcome is sent (body is then ""). */
-  file?: FileBody;
-  /** A sold download's first caller (sha256 of its address): its own prompt retry needs no download token. */
-  firstCaller?: string;
-}
-
-/** A release file a paid download streams; its bytes never pass through the store. */
-export interface FileBody {
-  path: string;
-  size: number;
-  /** Hex sha256 of the whole file: its ETag. */
-  sha256: string;
 }
 
 export interface NewPayment {

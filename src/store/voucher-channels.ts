@@ -1,4 +1,4 @@
-import type { StoredOutcome } from "./store.ts";
+import type { StoredOutcome } from "./stored-outcome.ts";
 
 /**
  * The server's state of x402 `batch-settlement` channels (vouchers): one row per channel, and one ledger

@@ -5,6 +5,7 @@ import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { inputJsonSchema, outputJsonSchema } from "../../catalog/json-schema.ts";
 import type { AnyOperation } from "../../catalog/operation.ts";
 import { atomicPrice } from "../../catalog/price.ts";
+import { offersVouchers, type VoucherOffer, voucherRequirements } from "../vouchers/voucher-terms.ts";
 import { paymentIdentifierDeclaration } from "./payment-identifier-extension.ts";
 
 /**
@@ -26,25 +27,6 @@ export interface PaymentSettings {
   /** The batch-settlement offer (vouchers), resolved at start; absent: `exact` only. */
   voucherOffer?: VoucherOffer;
 }
-
-/** The x402 scheme name of vouchers: a deposit in an on-chain channel, a signed cumulative voucher per call. */
-export const BATCH_SETTLEMENT = "batch-settlement";
-
-/** The channel parameters a batch-settlement quote names (coinbase/x402 scheme_batch_settlement_evm.md). */
-export interface VoucherOffer {
-  receiverAuthorizer: `0x${string}`;
-  /** Seconds; 900 to 2,592,000. */
-  withdrawDelay: number;
-  /** Atomic units the client should deposit; a route's price is quoted instead when higher. */
-  minDeposit: string;
-}
-
-/**
- * Operations whose answer is delivered in the request (sync, product) offer vouchers. An async job's
- * payment is held, unsettled, until its job delivers; a voucher's charge is committed with the answer it
- * paid for, and a job's 202 is not that answer (docs/payments.md, "Vouchers").
- */
-export const offersVouchers = (operation: Pick<AnyOperation, "kind">) => operation.kind !== "async";
 
 /** The static payment terms of one route: built once at start, since they never change per request. */
 export interface PaymentTerms {
@@ -144,28 +126,6 @@ export function paymentRequirements(
     maxTimeoutSeconds,
     // The EIP-712 domain of the token: USDC on Base mainnet is "USD Coin", version "2".
     extra: { name: settings.assetName, version: settings.assetVersion },
-  };
-}
-
-/** The route's `batch-settlement` quote: the `exact` one's price, payee and asset, with the channel's parameters. */
-export function voucherRequirements(
-  operation: AnyOperation,
-  settings: PaymentSettings,
-  offer: VoucherOffer,
-  maxTimeoutSeconds?: number,
-): PaymentRequirements {
-  const exact = paymentRequirements(operation, settings, maxTimeoutSeconds);
-  return {
-    ...exact,
-    scheme: BATCH_SETTLEMENT,
-    extra: {
-      receiverAuthorizer: offer.receiverAuthorizer,
-      withdrawDelay: offer.withdrawDelay,
-      name: settings.assetName,
-      version: settings.assetVersion,
-      // The spec: when present, at least the amount.
-      minDeposit: BigInt(offer.minDeposit) >= BigInt(exact.amount) ? offer.minDeposit : exact.amount,
-    },
   };
 }
 
@@ -280,7 +240,7 @@ export async function buildPaymentTerms(
   const requirements = paymentRequirements(operation, settings, quote?.maxTimeoutSeconds);
   const voucher =
     settings.voucherOffer && offersVouchers(operation)
-      ? voucherRequirements(operation, settings, settings.voucherOffer, quote?.maxTimeoutSeconds)
+      ? voucherRequirements(requirements, settings, settings.voucherOffer)
       : undefined;
   const url = baseUrl + operation.path;
   // A fixed request context lets the Bazaar extension record the route's method once.

@@ -1,6 +1,6 @@
 import type { FacilitatorClient } from "@x402/core/server";
 import type { VoucherSettings } from "../../config.ts";
-import { BATCH_SETTLEMENT, type VoucherOffer } from "../resource-server/terms.ts";
+import { BATCH_SETTLEMENT, type VoucherOffer } from "./voucher-terms.ts";
 
 /**
  * Whether the terms offer vouchers (x402 `batch-settlement`) and with which channel parameters. Offered

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { StoredOutcome } from "../store.ts";
+import type { StoredOutcome } from "../stored-outcome.ts";
 import {
   type BeginVoucherCall,
   type ChannelConfig,
