@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 /**
@@ -16,6 +17,7 @@ const STORE_SENSITIVE = [
   "test/contract/paid-operations.e2e.test.ts",
   "test/x402-v1/payment-identifier.e2e.test.ts",
   "test/mcp/mcp.e2e.test.ts",
+  "test/sign-in.e2e.test.ts",
 ];
 
 /**
@@ -27,6 +29,7 @@ const ALONE = [
   "test/hardening/load-watchdog.e2e.test.ts",
   "test/hardening/connection-cap.e2e.test.ts",
   "test/hardening/crash-recovery.e2e.test.ts",
+  "test/hardening/held-payments-kill.generated.e2e.test.ts", // kill -9 of the service among held payments, ~2 min a store
   "test/operator/production-start.e2e.test.ts", // compiles better-sqlite3 for another Node version
 ];
 
@@ -56,15 +59,28 @@ const SRC_TESTS_THAT_START_THINGS = [
 const UNIT_TESTS_THAT_MOCK_MODULES = ["src/operations/json-diff/self-check.test.ts"];
 
 const shared = {
-  testTimeout: 60_000,
-  hookTimeout: 60_000,
+  // Hang guards, not speed limits: two files at once on a loaded two-core machine run a CPU-bound test
+  // (an audit in worker threads, a several-MiB diff) several times slower than alone.
+  testTimeout: 180_000,
+  hookTimeout: 180_000,
   pool: "forks" as const,
   // FC_SEED / FC_PATH replay a generated (fast-check) failure: docs/testing.md.
   setupFiles: ["test/helpers/fast-check-replay.ts"],
 };
 
+/**
+ * Test files at once. Most end-to-end files wait on I/O (a chain, a service, a socket), so two run
+ * side by side even on two cores (vitest's default would be one there). What they start is their own:
+ * free ports (startTestService retries a port lost to a race), a data directory, a PostgreSQL schema,
+ * and a module graph per file (the service's singletons: the worker pools, the store). The worker
+ * pools' deadlines are stretched in tests (test/helpers/pool-deadlines.ts), since the other file
+ * starves their threads. `--maxWorkers=1` on the command line runs one file at a time again.
+ */
+const FILES_AT_ONCE = Math.max(2, availableParallelism() - 1);
+
 export default defineConfig({
   test: {
+    maxWorkers: FILES_AT_ONCE,
     projects: [
       {
         test: {

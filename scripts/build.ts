@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { build, type Plugin } from "esbuild";
+import { PAYWALL_BUNDLE_NAME } from "../src/http/paywall/paywall-assets.ts";
+import { bundlePaywallClient } from "../src/http/paywall/paywall-bundle.ts";
 
 /**
  * `npm run build`: the service as JavaScript in dist/, for production (`node dist/main.js`, no TypeScript
@@ -16,6 +18,8 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 const SRC = path.join(ROOT, "src");
 export const DIST = path.join(ROOT, "dist");
 
+/** A module that runs in the browser, not in Node: bundled for the page that loads it, not compiled beside the rest. */
+const isBrowserEntry = (file: string) => file.endsWith(".browser.ts");
 const isTest = (file: string) => /\.test\.ts$/.test(file) || file.split(path.sep).includes("fixtures");
 const isTsxShim = (file: string) =>
   file.endsWith(".mjs") && fs.readFileSync(file, "utf8").includes("tsx/esm/api");
@@ -50,7 +54,7 @@ export async function buildDist(): Promise<void> {
   const files = shippedSources();
   fs.rmSync(DIST, { recursive: true, force: true });
   await build({
-    entryPoints: files.filter((file) => file.endsWith(".ts")),
+    entryPoints: files.filter((file) => file.endsWith(".ts") && !isBrowserEntry(file)),
     outdir: DIST,
     outbase: SRC,
     bundle: true,
@@ -66,6 +70,8 @@ export async function buildDist(): Promise<void> {
     fs.mkdirSync(path.dirname(target), { recursive: true });
     fs.copyFileSync(file, target);
   }
+  // The paywall page's script, beside the module that serves it (src/http/paywall/paywall-assets.ts).
+  fs.writeFileSync(path.join(DIST, "http", "paywall", PAYWALL_BUNDLE_NAME), await bundlePaywallClient());
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {

@@ -9,12 +9,16 @@ import { JobIdParam } from "./catalog/jobs-schema.ts";
 import { LLMS_TXT_PATH } from "./catalog/llms-txt.ts";
 import type { AnyFreeRoute, AnyOperation, StartedOperation } from "./catalog/operation.ts";
 import { JOB_STATUS_PATH } from "./catalog/registry.ts";
+import { JOBS_LIST_PATH } from "./catalog/sign-in-routes.ts";
 import type { buildX402Manifest } from "./catalog/x402-manifest.ts";
 import { corsPreflight, corsResponseHeaders } from "./http/cors.ts";
 import { paidRoute } from "./http/paid-route.ts";
+import { PAYWALL_STYLE, paywallScript } from "./http/paywall/paywall-assets.ts";
+import { PAYWALL_SCRIPT_PATH, PAYWALL_STYLE_PATH } from "./http/paywall/paywall-page.ts";
 import { readOperationInput } from "./http/read-input.ts";
 import { type RequestVariables, requestContext } from "./http/request-context.ts";
 import { respond } from "./http/response-headers.ts";
+import { SignInDoor, type SignInOptions } from "./http/sign-in.ts";
 import { jobView, POLL_AFTER_SECONDS } from "./jobs/job-view.ts";
 import { FINAL_JOB_STATES } from "./jobs/queue.ts";
 import { mountMcp } from "./mcp/mcp-door.ts";
@@ -26,6 +30,8 @@ import {
   X_PAYMENT_RESPONSE_HEADER,
 } from "./payments/headers.ts";
 import type { PaymentGate } from "./payments/resource-server/gate.ts";
+import { DID_DOCUMENT_PATHS } from "./payments/resource-server/offer-receipt.ts";
+import type { SignedOffers } from "./payments/resource-server/signed-offers.ts";
 import type { PaymentTerms } from "./payments/resource-server/terms.ts";
 import { invalidRequest, Problem } from "./problem.ts";
 import { DOWNLOAD_RESPONSE_HEADERS } from "./products/download.ts";
@@ -57,8 +63,12 @@ export interface AppServices {
   store: Store;
   metrics: Metrics;
   log: import("pino").Logger;
+  /** Signed offers (kept in the terms) and the did:web document that names their signer; absent: none. */
+  offers?: { signed: SignedOffers; didDocument: unknown };
   readiness: () => Promise<Readiness>;
   isShuttingDown: () => boolean;
+  /** x402 sign-in-with-x: a buyer downloads a product again, a payer lists and reads its jobs. */
+  signIn: SignInOptions;
   now?: () => Date;
 }
 
@@ -85,7 +95,10 @@ const FREE_GET_PATHS = [
   `${AGENT_SKILLS_PREFIX}/index.json`,
   LLMS_TXT_PATH,
   FAVICON_PATH,
+  PAYWALL_SCRIPT_PATH,
+  PAYWALL_STYLE_PATH,
   JOB_STATUS_PATH,
+  JOBS_LIST_PATH,
 ];
 
 /** What each operation says of itself now (an upstream down), by operation id; empty when all can serve. */
@@ -158,13 +171,19 @@ export function buildApp(services: AppServices): App {
   // cannot take makes it throw (when added or first matched) instead of Hono silently falling back
   // to a slower router for every route.
   const app: App = new Hono<Env>({ router: new RegExpRouter() });
+  const signIn = new SignInDoor(services.signIn, {
+    store: services.store,
+    log: services.log,
+    now: services.now ?? (() => new Date()),
+  });
   useRequestContext(app, services);
   addProbes(app, services);
   addDocuments(app, services);
-  addJobStatus(app, services);
+  addPaywallAssets(app);
+  addJobStatus(app, services, signIn);
   addFreeRoutes(app, services);
-  addPaidRoutes(app, services);
-  mountMcp(app, services);
+  addPaidRoutes(app, services, signIn);
+  mountMcp(app, { ...services, signedOffers: services.offers?.signed });
   addWrongMethodAnswers(app, services);
   answerErrors(app, services);
   return app;
@@ -178,6 +197,7 @@ function useRequestContext(app: App, { log, metrics }: AppServices): void {
     X_PAYMENT_RESPONSE_HEADER,
     "x-request-id",
     "retry-after",
+    "x-sign-in-with-x",
     ...DOWNLOAD_RESPONSE_HEADERS,
   ]);
   app.use("*", requestContext({ log, metrics, headers: corsHeaders }));
@@ -200,7 +220,18 @@ function addProbes(app: App, { isShuttingDown, readiness, metrics }: AppServices
 }
 
 /** The discovery documents, built at start-up; the catalog and the x402 manifest with live availability. */
-function addDocuments(app: App, { documents, operations, started }: AppServices): void {
+function addDocuments(app: App, { documents, operations, started, offers }: AppServices): void {
+  // The did:web document that names the key signing offers and receipts (offer-receipt.ts).
+  if (offers) {
+    for (const path of DID_DOCUMENT_PATHS) {
+      app.get(path, (c) =>
+        respond(c, JSON.stringify(offers.didDocument), {
+          status: 200,
+          headers: { "content-type": "application/did+json" },
+        }),
+      );
+    }
+  }
   app.get("/openapi.json", (c) => json(c, documents.openapi));
   app.get("/catalog.json", (c) => json(c, liveCatalog(documents.catalog, started)));
   app.get("/.well-known/x402", (c) => json(c, liveX402(documents.x402, operations, started)));
@@ -223,19 +254,40 @@ function addDocuments(app: App, { documents, operations, started }: AppServices)
   }
 }
 
-/** A job's state, result and payment (free: the job was paid for when it was queued). */
-function addJobStatus(app: App, { store, gate }: AppServices): void {
+/** The paywall page's script and style (src/http/paywall/): the page loads nothing from anywhere else. */
+function addPaywallAssets(app: App): void {
+  const asset = (contentType: string) => ({
+    "content-type": contentType,
+    "cache-control": "public, max-age=300",
+    "x-content-type-options": "nosniff",
+  });
+  app.get(PAYWALL_SCRIPT_PATH, async (c) =>
+    respond(c, await paywallScript(), { status: 200, headers: asset("text/javascript; charset=utf-8") }),
+  );
+  app.get(PAYWALL_STYLE_PATH, (c) =>
+    respond(c, PAYWALL_STYLE, { status: 200, headers: asset("text/css; charset=utf-8") }),
+  );
+}
+
+/**
+ * A job's state, result and payment (free: the job was paid for when it was queued; its id reads it, or a
+ * sign-in by the wallet that paid), and the list of a signed-in wallet's jobs (how a lost job id is found).
+ */
+function addJobStatus(app: App, { store, gate, operations }: AppServices, signIn: SignInDoor): void {
+  const asyncOperationIds = operations.filter((operation) => operation.kind === "async").map((op) => op.id);
+  app.get(JOBS_LIST_PATH, (c) => signIn.listJobs(c, asyncOperationIds, (record) => gate.jobDeadline(record)));
   app.get(honoPath(JOB_STATUS_PATH), async (c) => {
     const id = c.req.param("id");
     const parsed = JobIdParam.safeParse(id);
     if (!parsed.success) throw invalidRequest([{ pointer: "/id", message: "must be a UUID" }]);
     const job = await store.jobs.get(parsed.data);
     if (!job) throw Problem.of("job-not-found", `no job with id ${parsed.data}`);
+    const record = job.paymentKey ? await store.getPayment(job.paymentKey) : undefined;
+    await signIn.checkJobReader(c, job, record);
     if (!FINAL_JOB_STATES.includes(job.state)) {
       c.header("retry-after", String(POLL_AFTER_SECONDS));
     }
     c.header("cache-control", "no-store");
-    const record = job.paymentKey ? await store.getPayment(job.paymentKey) : undefined;
     const payment = record && { record, deadline: gate.jobDeadline(record) };
     return c.json(jobView(job, payment));
   });
@@ -249,12 +301,19 @@ function addFreeRoutes(app: App, { freeRoutes }: AppServices): void {
 }
 
 /** One paid route per operation: input checked first, then the HTTP door to the payment gate. */
-function addPaidRoutes(app: App, services: AppServices): void {
+function addPaidRoutes(app: App, services: AppServices, signIn: SignInDoor): void {
   const { operations, termsById, gate, log } = services;
   const now = services.now ?? (() => new Date());
+  const testChain = services.documents.catalog.payment.testChain;
   for (const operation of operations) {
     const terms = termsById.get(operation.id) as PaymentTerms;
-    const paid = paidRoute({ gate, operation, terms, log, now });
+    // A product bought once is downloaded again by signing in with the paying wallet.
+    const productSignIn =
+      operation.kind === "product"
+        ? (c: Context, handler: StartedOperation<unknown, unknown>) =>
+            signIn.product(c, operation, terms, handler)
+        : undefined;
+    const paid = paidRoute({ gate, operation, terms, log, now, testChain, signIn: productSignIn });
     app.on(operation.method, honoPath(operation.path), async (c: Context<Env>) => {
       const paymentHeader = c.req.header(PAYMENT_SIGNATURE_HEADER);
       // A body that is present is read and checked first (an invalid one is a 400 before any 402); an

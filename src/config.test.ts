@@ -1,6 +1,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { BASE_NETWORK, BASE_USDC_ADDRESS, ConfigError, loadConfig } from "./config.ts";
+import { DEV_OFFER_RECEIPT_KEY } from "./payments/resource-server/offer-receipt.ts";
 
 const problemsOf = (env: Record<string, string>) => {
   try {
@@ -237,6 +238,36 @@ describe("research and job settings", () => {
       "IN_PROCESS_WORKER: must be true or false",
       expect.stringMatching(/^RESEARCH_SEARCH_PROVIDER: /),
       "RESEARCH_LLM_MODEL: required when RESEARCH_LLM_BASE_URL is set",
+    ]);
+  });
+
+  it("signs offers and receipts with the operator's own key: a development key in local mode, none unset otherwise", () => {
+    const local = loadConfig({});
+    expect(local.offerReceipt).toEqual({ signingKey: DEV_OFFER_RECEIPT_KEY, includeTransaction: true });
+    const payTo = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+    const facilitator = { X402_FACILITATOR_URL: "https://facilitator.test", X402_PAY_TO: payTo };
+    expect(loadConfig(facilitator).offerReceipt.signingKey).toBeUndefined();
+    const key = `0x${"1".repeat(64)}`;
+    expect(
+      loadConfig({
+        ...facilitator,
+        OFFER_RECEIPT_SIGNING_KEY: key,
+        OFFER_RECEIPT_INCLUDE_TRANSACTION: "false",
+      }).offerReceipt,
+    ).toEqual({ signingKey: key, includeTransaction: false });
+    expect(problemsOf({ OFFER_RECEIPT_SIGNING_KEY: "0x1234" })).toEqual([
+      "OFFER_RECEIPT_SIGNING_KEY: must be a 0x-prefixed 32-byte hex private key",
+    ]);
+    expect(
+      problemsOf({
+        PAYMENT_MODE: "self",
+        RPC_URL: "http://127.0.0.1:8545",
+        X402_PAY_TO: payTo,
+        X402_SETTLER_PRIVATE_KEY: key,
+        OFFER_RECEIPT_SIGNING_KEY: key.toUpperCase().replace("0X", "0x"),
+      }),
+    ).toEqual([
+      "OFFER_RECEIPT_SIGNING_KEY: must not be X402_SETTLER_PRIVATE_KEY (a key of its own signs offers and receipts)",
     ]);
   });
 });

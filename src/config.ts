@@ -16,6 +16,7 @@ import { arbitrageSettings } from "./operations/chain-arbitrage-snapshot/setting
 import { clinicalTrialsSettings } from "./operations/clinical-trials-query/settings.ts";
 import { researchSettings } from "./operations/research-brief/settings.ts";
 import { tedSettings } from "./operations/tender-shortlist/settings.ts";
+import { DEV_OFFER_RECEIPT_KEY } from "./payments/resource-server/offer-receipt.ts";
 
 /** USDC on Base mainnet; the local test chain places the same contract at the same address. */
 export const BASE_USDC_ADDRESS = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -72,6 +73,10 @@ const SERVICE_VARIABLES = {
   X402_FACILITATOR_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(120_000)).default(15_000),
   X402_SETTLER_PRIVATE_KEY: optional(privateKey),
   RPC_URL: optional(httpUrl),
+  OFFER_RECEIPT_SIGNING_KEY: optional(privateKey),
+  OFFER_RECEIPT_INCLUDE_TRANSACTION: optional(
+    z.enum(["true", "false"], { error: "must be true or false" }),
+  ).default("true"),
   X402_SETTLEMENT_TIMEOUT_MS: optional(z.coerce.number().int().min(1000).max(600_000)).default(30_000),
   LOCAL_CHAIN_PORT: optional(port).default(8545),
   LOCAL_CHAIN_STATE: optional(z.string()),
@@ -95,6 +100,7 @@ const SERVICE_VARIABLES = {
   JOB_RETENTION_DAYS: optional(
     z.coerce.number().int().min(7, "must be at least 7 (results are kept a week)"),
   ).default(7),
+  SIGN_IN_DOWNLOAD_DAYS: optional(z.coerce.number().int().min(1).max(36_500)),
   JOB_LEASE_SECONDS: optional(z.coerce.number().int().min(2).max(3600)).default(60),
   JOB_MAX_ATTEMPTS: optional(z.coerce.number().int().min(1).max(10)).default(3),
   JOB_MAX_HELD_PER_PAYER: optional(z.coerce.number().int().min(1).max(1000)).default(3),
@@ -168,6 +174,16 @@ export interface Config extends OperationSettings {
     /** The x402 `batch-settlement` scheme (vouchers) offered beside `exact`: docs/payments.md, "Vouchers". */
     vouchers: VoucherSettings;
   };
+  /**
+   * Signed offers and receipts (the x402 offer-receipt extension, docs/offer-receipt.md). The key signs
+   * every 402's offers and every paid answer's receipt; unset outside local mode: none are signed.
+   */
+  offerReceipt: {
+    /** The operator's secp256k1 key (OFFER_RECEIPT_SIGNING_KEY); local mode: a fixed development key. */
+    signingKey?: `0x${string}`;
+    /** A receipt names the settlement's transaction (default); false leaves it out, for privacy. */
+    includeTransaction: boolean;
+  };
   localChain: { port: number; statePath?: string };
   dataDir: string;
   /** Where the service keeps its state: one SQLite file, or a PostgreSQL database shared by instances. */
@@ -176,6 +192,11 @@ export interface Config extends OperationSettings {
     | { kind: "postgres"; url: string; poolSize: number; statementTimeoutMs: number };
   /** Where product release archives and their descriptors live. */
   releasesDir: string;
+  /**
+   * How long after its purchase a product may be downloaded again by signing in (sign-in-with-x), in ms;
+   * unset: for the lifetime of the release bought (until a new release of the product is served).
+   */
+  signInDownloadMs?: number;
   jobs: {
     retentionMs: number;
     leaseMs: number;
@@ -299,6 +320,14 @@ function serviceProblems(
   if (purpose === "serve" && mode !== "local" && !env.X402_PAY_TO) {
     problems.push(`X402_PAY_TO: required when PAYMENT_MODE=${mode} (the address that receives payments)`);
   }
+  if (
+    e.OFFER_RECEIPT_SIGNING_KEY &&
+    e.OFFER_RECEIPT_SIGNING_KEY.toLowerCase() === e.X402_SETTLER_PRIVATE_KEY?.toLowerCase()
+  ) {
+    problems.push(
+      "OFFER_RECEIPT_SIGNING_KEY: must not be X402_SETTLER_PRIVATE_KEY (a key of its own signs offers and receipts)",
+    );
+  }
   if (e.HEALTH_PORT !== undefined && e.HEALTH_PORT === e.PORT) {
     problems.push(`HEALTH_PORT: must differ from PORT (${e.PORT}); it is a second listener for the probes`);
   }
@@ -371,6 +400,12 @@ function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyo
         receiverAuthorizer: e.X402_VOUCHER_RECEIVER_AUTHORIZER as `0x${string}` | undefined,
       },
     },
+    offerReceipt: {
+      signingKey:
+        (e.OFFER_RECEIPT_SIGNING_KEY as `0x${string}` | undefined) ??
+        (mode === "local" ? DEV_OFFER_RECEIPT_KEY : undefined),
+      includeTransaction: e.OFFER_RECEIPT_INCLUDE_TRANSACTION === "true",
+    },
     localChain: {
       port: e.LOCAL_CHAIN_PORT,
       statePath:
@@ -381,6 +416,8 @@ function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyo
     dataDir,
     database,
     releasesDir: path.resolve(e.RELEASES_DIR ?? path.join(dataDir, "releases")),
+    signInDownloadMs:
+      e.SIGN_IN_DOWNLOAD_DAYS === undefined ? undefined : e.SIGN_IN_DOWNLOAD_DAYS * 86_400_000,
     jobs: {
       retentionMs: e.JOB_RETENTION_DAYS * 86_400_000,
       leaseMs: e.JOB_LEASE_SECONDS * 1000,

@@ -28,8 +28,11 @@ const PROBLEM_TYPE_BASE = "urn:utility402:problem:";
 export const PROBLEM_TYPES = {
   "invalid-request": { status: 400, title: "Invalid request" },
   unauthorized: { status: 401, title: "Unauthorized" },
+  "sign-in-rejected": { status: 401, title: "Sign-in rejected" },
   "payment-required": { status: 402, title: "Payment required" },
+  "sign-in-required": { status: 402, title: "Sign-in required" },
   "payment-rejected": { status: 402, title: "Payment rejected" },
+  "not-the-payer": { status: 403, title: "Signed in with another wallet" },
   "not-found": { status: 404, title: "Not found" },
   "job-not-found": { status: 404, title: "Unknown job" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },

@@ -28,8 +28,17 @@ import { createPaymentBackend, type PaymentBackend } from "./payments/facilitato
 import { PaymentGate } from "./payments/resource-server/gate.ts";
 import { whyHeldPaymentUnpayable } from "./payments/resource-server/held-payment-precheck.ts";
 import { HeldPaymentSettler } from "./payments/resource-server/held-payment-settler.ts";
+import {
+  didDocument,
+  type OfferReceiptKey,
+  OfferReceipts,
+  offerReceiptKey,
+  type PublishedSigner,
+  publishedSigner,
+} from "./payments/resource-server/offer-receipt.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
+import { SignedOffers } from "./payments/resource-server/signed-offers.ts";
 import { buildRouteTerms, type PaymentTerms } from "./payments/resource-server/terms.ts";
 import { createAuthorizationChecker } from "./payments/settler/authorization-state.ts";
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
@@ -115,18 +124,21 @@ export async function startService(
       timeoutMs: config.payment.facilitatorTimeoutMs,
     });
     log.info({ vouchers: vouchers.why }, "payment schemes");
+    const offerKey = offerReceiptKeyOf(start);
     const { termsById, documents } = await describeOperations(
       config,
       { payTo: chain.payTo, voucherOffer: vouchers.offer },
       resourceServer,
       operations,
       started,
+      offerKey && publishedSigner(offerKey, config.offerReceipt.includeTransaction),
     );
+    const offers = offerKey && signOffersAndReceipts(start, offerKey, termsById, operations);
     const metrics = new Metrics({ jobs: store.jobs });
     settlementJournal.registerMetrics(metrics.registry);
     const payments = startPayments(
       start,
-      { store, metrics, resourceServer, chainRpc: chain.rpcUrl },
+      { store, metrics, resourceServer, chainRpc: chain.rpcUrl, receipts: offers?.receipts },
       operations,
       termsById,
     );
@@ -153,9 +165,16 @@ export async function startService(
       store,
       metrics,
       log,
+      ...(offers ? { offers: { signed: offers.signed, didDocument: didDocument(offers.receipts.key) } } : {}),
       readiness,
       isShuttingDown,
+      signIn: {
+        settings: { origin: config.baseUrl, network: config.payment.network },
+        downloadMs: config.signInDownloadMs,
+      },
     });
+    // Every route's and tool's first offers are signed before the port opens.
+    await offers?.signed.ready();
     // The probes' own listener first: a port in use stops the start before the public port opens.
     const health = await openHealthListener(start, app);
     const port = await listen(start, app, payments.gate);
@@ -334,6 +353,7 @@ async function describeOperations(
   resourceServer: x402ResourceServer,
   operations: readonly AnyOperation[],
   started: Started,
+  signer?: PublishedSigner,
 ): Promise<{ termsById: Map<string, PaymentTerms>; documents: Documents }> {
   const settings = { ...config.payment, ...quoted };
   // What each started operation says of itself (the dataset it loaded) is what its terms and documents say.
@@ -343,7 +363,7 @@ async function describeOperations(
   });
   const termsById = await buildRouteTerms(described, settings, config.baseUrl, resourceServer);
   const documents = {
-    openapi: buildOpenApiDocument(described, FREE_ROUTES, termsById, config.baseUrl),
+    openapi: buildOpenApiDocument(described, FREE_ROUTES, termsById, config.baseUrl, signer),
     catalog: buildCatalogDocument(
       described,
       FREE_ROUTES,
@@ -352,11 +372,44 @@ async function describeOperations(
       { ...settings, mode: config.payment.mode },
       started,
     ),
-    x402: buildX402Manifest(described, termsById, config.baseUrl),
-    agentSkills: buildAgentSkills(described, termsById, config.baseUrl),
-    llmsTxt: buildLlmsTxt(described, FREE_ROUTES, config.baseUrl),
+    x402: buildX402Manifest(described, termsById, config.baseUrl, signer),
+    agentSkills: buildAgentSkills(described, termsById, config.baseUrl, signer),
+    llmsTxt: buildLlmsTxt(described, FREE_ROUTES, config.baseUrl, signer),
   };
   return { termsById, documents };
+}
+
+/** The operator's key for signed offers and receipts; unset outside local mode: none are signed. */
+function offerReceiptKeyOf({ config, log }: StartContext): OfferReceiptKey | undefined {
+  const { signingKey } = config.offerReceipt;
+  if (!signingKey) {
+    log.warn(
+      "OFFER_RECEIPT_SIGNING_KEY is not set: 402s carry no signed offers and paid answers no signed receipts",
+    );
+    return undefined;
+  }
+  return offerReceiptKey(signingKey, config.baseUrl, config.payment.network);
+}
+
+/**
+ * Signed offers and receipts (the x402 offer-receipt extension) with the operator's key: each route's
+ * terms kept carrying fresh offers, and the signer of receipts.
+ */
+function signOffersAndReceipts(
+  { config, log, shutdown }: StartContext,
+  key: OfferReceiptKey,
+  termsById: ReadonlyMap<string, PaymentTerms>,
+  operations: readonly AnyOperation[],
+): { receipts: OfferReceipts; signed: SignedOffers } {
+  const receipts = new OfferReceipts(key, config.offerReceipt.includeTransaction);
+  const signed = new SignedOffers(receipts, log.child({ component: "signed-offers" }));
+  for (const operation of operations) {
+    void signed.keep(termsById.get(operation.id) as PaymentTerms, operation.id);
+  }
+  signed.start();
+  shutdown.push("signed offers", () => signed.stop());
+  log.info({ signer: key.address, did: key.did }, "offers and receipts are signed");
+  return { receipts, signed };
 }
 
 interface Payments {
@@ -369,11 +422,17 @@ interface Payments {
 /** The payment gate, and what resolves payments without their client: the recovery sweeper, the held-payment settler. */
 function startPayments(
   { config, log, clock, shutdown }: StartContext,
-  parts: { store: Store; metrics: Metrics; resourceServer: x402ResourceServer; chainRpc?: string },
+  parts: {
+    store: Store;
+    metrics: Metrics;
+    resourceServer: x402ResourceServer;
+    chainRpc?: string;
+    receipts?: OfferReceipts;
+  },
   operations: readonly AnyOperation[],
   termsById: ReadonlyMap<string, PaymentTerms>,
 ): Payments {
-  const { store, metrics, resourceServer, chainRpc } = parts;
+  const { store, metrics, resourceServer, chainRpc, receipts } = parts;
   const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
   const gate = new PaymentGate({
     resourceServer,
@@ -381,6 +440,7 @@ function startPayments(
     metrics,
     answers: x402HttpAnswers,
     authorizations,
+    receipts,
     now: clock,
     settlementTimeoutMs: config.payment.settlementTimeoutMs,
     maxHeldPerPayer: config.jobs.maxHeldPerPayer,
@@ -419,6 +479,14 @@ function startPayments(
     authorizations,
     log: heldLog,
     settlementTimeoutMs: config.payment.settlementTimeoutMs,
+    ...(receipts
+      ? {
+          receipts: {
+            issuer: receipts,
+            resourceUrlOf: (operationId: string) => config.baseUrl + operationPath(operations, operationId),
+          },
+        }
+      : {}),
     now: clock,
   });
   heldPayments.start();
@@ -431,6 +499,10 @@ function startPayments(
   };
   return { gate, heldPayments, whyUnpayable: (job) => whyHeldPaymentUnpayable(precheck, job) };
 }
+
+/** The path an operation is sold at, by its id (a held payment's record names its operation by id). */
+const operationPath = (operations: readonly AnyOperation[], operationId: string) =>
+  operations.find((operation) => operation.id === operationId)?.path ?? `/${operationId}`;
 
 /** `serve` runs a worker of its own unless told not to, when an asynchronous operation is served. */
 async function startInProcessWorker(

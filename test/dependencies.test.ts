@@ -122,6 +122,8 @@ function runtimeImports(): Map<string, Set<string>> {
  */
 const BUILD_TIME_MODULES: Record<string, string[]> = {
   "src/products/unit-conversion-api.ts": ["typescript", "esbuild"],
+  // The paywall page's bundler: the production build runs it; a production install serves its output.
+  "src/http/paywall/paywall-bundle.ts": ["esbuild"],
 };
 
 describe("the production install (npm ci --omit=dev)", () => {

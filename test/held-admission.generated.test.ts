@@ -287,6 +287,8 @@ for (const engine of [sqlite, postgres]) {
         const ended = await httpOutcome(gate, brief(header));
         expect(ended.status).toBe(409);
         expect(JSON.parse(ended.body).detail).toContain("do not pay again");
+        // …and names how the payer gets its job id back: signing in (sign-in-with-x), never the payment alone.
+        expect(JSON.parse(ended.body).detail).toContain("GET /v1/jobs with a SIGN-IN-WITH-X header");
       } finally {
         gate.leases.stop();
         await store.close();

@@ -1,9 +1,11 @@
 import { createHash } from "node:crypto";
 import { MCP_SKILL_NAME, mcpSkillMarkdown } from "../mcp/listing.ts";
+import { type PublishedSigner, signedOffersNote } from "../payments/resource-server/offer-receipt.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { inputJsonSchema } from "./json-schema.ts";
 import type { AnyOperation } from "./operation.ts";
 import { isImplemented } from "./registry.ts";
+import { JOBS_LIST_PATH, SIGN_IN_GUIDANCE } from "./sign-in-routes.ts";
 
 export const AGENT_SKILLS_PREFIX = "/.well-known/agent-skills";
 const DISCOVERY_SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
@@ -19,7 +21,12 @@ export interface AgentSkills {
 
 export const skillPath = (operation: AnyOperation) => `${AGENT_SKILLS_PREFIX}/${operation.id}/SKILL.md`;
 
-function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: string): string {
+function skillMarkdown(
+  operation: AnyOperation,
+  terms: PaymentTerms,
+  baseUrl: string,
+  signer?: PublishedSigner,
+): string {
   const url = baseUrl + operation.path;
   const description = `${operation.summary}. Paid per call: USD ${operation.priceUsd} in USDC on Base via x402 v2.`;
   const call =
@@ -53,6 +60,7 @@ function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: st
           "4. The success is `202` with `{ jobId, status, statusUrl, pollAfterSeconds }` (and `Location`): poll `statusUrl` (GET, free, no payment) until `status` is `succeeded` (the answer is in `result`) or `failed` (`error` says why). `503` means no worker can take the job now; nothing is charged.",
         ]
       : []),
+    ...(signer ? ["", signedOffersNote(signer)] : []),
     "",
     "```ts",
     'import { wrapFetchWithPayment, x402Client } from "@x402/fetch";',
@@ -67,6 +75,8 @@ function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: st
     "```",
     "",
   ];
+  if (operation.kind === "product" || operation.kind === "async")
+    lines.push(...signInSection(operation, url, baseUrl));
   if (operation.inputFrom !== "none") {
     lines.push(
       `## Input (${operation.inputFrom === "body" ? "JSON body" : "query parameters"})`,
@@ -107,6 +117,35 @@ function skillMarkdown(operation: AnyOperation, terms: PaymentTerms, baseUrl: st
   return lines.join("\n");
 }
 
+/** How the wallet that paid gets a product again, or finds its jobs, by signing in (x402 sign-in-with-x). */
+function signInSection(operation: AnyOperation, url: string, baseUrl: string): string[] {
+  const product = operation.kind === "product";
+  return [
+    product ? "## Download again without paying" : "## Find your jobs again",
+    "",
+    SIGN_IN_GUIDANCE,
+    "",
+    "```ts",
+    ...(product
+      ? [
+          'import { wrapFetchWithSIWx } from "@x402/extensions/sign-in-with-x";',
+          "",
+          "// Sign in first; pay (payingFetch above) only if this wallet has not bought the release served now.",
+          "const signedIn = wrapFetchWithPayment(wrapFetchWithSIWx(fetch, privateKeyToAccount(process.env.PRIVATE_KEY)), client);",
+          `const zip = await signedIn("${url}");`,
+        ]
+      : [
+          'import { createSIWxClientExtension } from "@x402/extensions/sign-in-with-x";',
+          "",
+          "const signer = privateKeyToAccount(process.env.PRIVATE_KEY);",
+          "const signInFetch = wrapFetchWithPayment(fetch, new x402Client().registerExtension(createSIWxClientExtension({ signers: [signer] })));",
+          `const { jobs } = await (await signInFetch("${baseUrl}${JOBS_LIST_PATH}")).json(); // each job as GET /v1/jobs/{id} shows it`,
+        ]),
+    "```",
+    "",
+  ];
+}
+
 /**
  * The agent-skills discovery index: one SKILL.md per operation and one on using the service from an MCP
  * client, digests over the exact bytes served.
@@ -115,6 +154,7 @@ export function buildAgentSkills(
   operations: readonly AnyOperation[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
+  signer?: PublishedSigner,
 ): AgentSkills {
   const files = new Map<string, Buffer>();
   const skill = (name: string, description: string, markdown: string) => {
@@ -133,7 +173,7 @@ export function buildAgentSkills(
     skill(
       operation.id,
       `${operation.summary} (USD ${operation.priceUsd} per call, x402 v2, USDC on Base).`,
-      skillMarkdown(operation, termsById.get(operation.id) as PaymentTerms, baseUrl),
+      skillMarkdown(operation, termsById.get(operation.id) as PaymentTerms, baseUrl, signer),
     ),
   );
   skills.push(

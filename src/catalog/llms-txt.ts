@@ -1,9 +1,11 @@
 import { MCP_PATH } from "../mcp/endpoint.ts";
 import { MCP_SKILL_NAME } from "../mcp/listing.ts";
+import { type PublishedSigner, signedOffersNote } from "../payments/resource-server/offer-receipt.ts";
 import { AGENT_SKILLS_PREFIX, skillPath } from "./agent-skills.ts";
 import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 import { JOB_STATUS_PATH } from "./registry.ts";
 import { SERVICE } from "./service.ts";
+import { SIGN_IN_GUIDANCE, signInRoutes } from "./sign-in-routes.ts";
 
 /** Where agents find the service's guidance (https://llmstxt.org): served at the root, free. */
 export const LLMS_TXT_PATH = "/llms.txt";
@@ -36,7 +38,7 @@ export const DISCOVERY_DOCUMENTS = [
  * How an agent pays, in a few lines: `info.x-guidance` of /openapi.json (which indexers inline in an
  * agent's context) and the head of /llms.txt.
  */
-export function agentGuidance(baseUrl: string): string {
+export function agentGuidance(baseUrl: string, signer?: PublishedSigner): string {
   return [
     "Every operation is paid per call with x402 v2 (scheme exact, USDC on Base, eip155:8453); no account, no API key.",
     "1. Call the operation without payment: it answers 402 with the terms in the PAYMENT-REQUIRED header (base64 JSON)" +
@@ -47,6 +49,7 @@ export function agentGuidance(baseUrl: string): string {
       " succeed: invalid input is a 400 problem+json with a JSON Pointer per field, before any 402.",
     `Schemas and examples: ${baseUrl}/openapi.json; one SKILL.md per operation: ${baseUrl}${AGENT_SKILLS_PREFIX}/index.json.`,
     `MCP clients: ${baseUrl}${MCP_PATH} (Streamable HTTP) has every operation as a tool paid the same way (x402 MCP transport: the payment in params._meta["x402/payment"]); see ${baseUrl}${AGENT_SKILLS_PREFIX}/${MCP_SKILL_NAME}/SKILL.md.`,
+    ...(signer ? [signedOffersNote(signer)] : []),
   ].join("\n");
 }
 
@@ -55,6 +58,7 @@ export function buildLlmsTxt(
   operations: readonly AnyOperation[],
   freeRoutes: readonly AnyFreeRoute[],
   baseUrl: string,
+  signer?: PublishedSigner,
 ): string {
   const line = (operation: AnyOperation) =>
     `- [${operation.summary}](${baseUrl}${skillPath(operation)}): \`${operation.method} ${baseUrl}${operation.path}\`, USD ${operation.priceUsd} per ${operation.kind === "product" ? "download" : "call"}`;
@@ -63,7 +67,7 @@ export function buildLlmsTxt(
     "",
     `> ${SERVICE.description}`,
     "",
-    agentGuidance(baseUrl),
+    agentGuidance(baseUrl, signer),
     "",
     "## Discovery documents",
     "",
@@ -83,6 +87,14 @@ export function buildLlmsTxt(
     "",
     ...freeRoutes.map((route) => `- \`GET ${baseUrl}${route.path}\`: ${route.summary}`),
     `- \`GET ${baseUrl}${JOB_STATUS_PATH}\`: a job's state or result (poll after a 202)`,
+    "",
+    "## Sign in with the wallet that paid (x402 sign-in-with-x)",
+    "",
+    SIGN_IN_GUIDANCE,
+    "",
+    ...signInRoutes(operations).map(
+      (route) => `- \`${route.method} ${baseUrl}${route.path}\`: ${route.grants}`,
+    ),
     "",
   ].join("\n");
 }

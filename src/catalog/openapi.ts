@@ -2,7 +2,9 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { MCP_PATH, mcpEndpoint } from "../mcp/endpoint.ts";
 import { DOWNLOAD_TOKEN_HEADER } from "../payments/headers.ts";
+import type { PublishedSigner } from "../payments/resource-server/offer-receipt.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
+import { SIGN_IN_HEADER } from "../payments/sign-in/sign-in-with-x.ts";
 import { problemTypeList } from "../problem.ts";
 import { FAVICON_PATH } from "./favicon.ts";
 import { JobIdParam, JobRecordSchema } from "./jobs-schema.ts";
@@ -10,6 +12,7 @@ import { agentGuidance, LLMS_TXT_PATH } from "./llms-txt.ts";
 import type { AnyFreeRoute, AnyOperation } from "./operation.ts";
 import { isImplemented, JOB_STATUS_PATH } from "./registry.ts";
 import { SERVICE, TAG_DESCRIPTIONS } from "./service.ts";
+import { JOBS_LIST_PATH, signInRoutes } from "./sign-in-routes.ts";
 
 const FieldErrorSchema = z.object({
   pointer: z.string().meta({ description: "JSON Pointer (RFC 6901) into the request input." }),
@@ -85,7 +88,26 @@ const DownloadRequestHeaders = z.object({
   [DOWNLOAD_TOKEN_HEADER]: z.string().optional().meta({
     description: "The download token of the first answer, which a resumed download sends back.",
   }),
+  [SIGN_IN_HEADER]: z
+    .string()
+    .optional()
+    .meta({
+      description:
+        "x402 sign-in-with-x (base64 JSON, CAIP-122): the 402's challenge signed by the wallet that bought the release " +
+        "served now, sent instead of a payment to download it again for free (see /llms.txt).",
+    }),
 });
+
+/** The SIGN-IN-WITH-X header of the job routes. */
+const JobSignInHeaders = (grants: string) =>
+  z.object({
+    [SIGN_IN_HEADER]: z
+      .string()
+      .optional()
+      .meta({
+        description: `x402 sign-in-with-x (base64 JSON, CAIP-122), signed by the wallet that paid: ${grants}.`,
+      }),
+  });
 
 const problem = (description: string) => ({
   description,
@@ -120,9 +142,13 @@ export function buildOpenApiDocument(
   freeRoutes: readonly AnyFreeRoute[],
   termsById: ReadonlyMap<string, PaymentTerms>,
   baseUrl: string,
+  signer?: PublishedSigner,
 ): Record<string, unknown> {
   const app = new OpenAPIHono();
   const registry = app.openAPIRegistry;
+  // The routes that take a SIGN-IN-WITH-X header, and what it gets there.
+  const signInGrants = new Map(signInRoutes(operations).map((route) => [route.path, route.grants]));
+  const signsIn = (operation: AnyOperation) => operation.method === "GET" && signInGrants.has(operation.path);
 
   for (const operation of operations) {
     const terms = termsById.get(operation.id);
@@ -179,6 +205,12 @@ export function buildOpenApiDocument(
       ),
     };
     if (operation.inputFrom === "body") responses[413] = problem("Request body too large. Never charged.");
+    if (signsIn(operation)) {
+      responses[401] = problem(
+        "The SIGN-IN-WITH-X header is not accepted (forged, expired, replayed, another origin, route or chain); " +
+          "`errors[].pointer` names the field of its decoded JSON. Never charged.",
+      );
+    }
     if (!isImplemented(operation))
       responses[501] = problem("Not available yet on this service. Never charged.");
     for (const extra of operation.errorResponses) responses[extra.status] = problem(extra.description);
@@ -197,6 +229,11 @@ export function buildOpenApiDocument(
         responses: responses as any,
       }),
       "x-payment-info": paymentInfo(operation, terms),
+      // Its 402 carries a signed offer and its paid answer a signed receipt (offer-receipt.ts).
+      ...(signer ? { "x-offer-receipt": signer } : {}),
+      ...(signsIn(operation)
+        ? { "x-sign-in-with-x": { header: SIGN_IN_HEADER, grants: signInGrants.get(operation.path) } }
+        : {}),
     } as Parameters<typeof registry.registerPath>[0]);
   }
 
@@ -218,16 +255,54 @@ export function buildOpenApiDocument(
     );
   }
 
+  if (signInGrants.has(JOBS_LIST_PATH)) {
+    registry.registerPath({
+      ...createRoute({
+        method: "get",
+        path: JOBS_LIST_PATH,
+        operationId: "list-my-jobs",
+        summary: "List the research jobs of the wallet that signs in (free)",
+        description:
+          "Free, sign-in only: the 402 carries an x402 sign-in-with-x challenge and `accepts: []` (nothing to pay); " +
+          "the request signed by a wallet lists the jobs that wallet paid for, newest first, each as GET " +
+          `${JOB_STATUS_PATH} shows it. How a lost job id is found again: only the paying wallet can.`,
+        tags: ["research"],
+        security: [],
+        request: { headers: JobSignInHeaders("lists its jobs") },
+        responses: {
+          200: {
+            description: "The signed-in wallet and its jobs.",
+            content: {
+              "application/json": {
+                schema: z.object({ payer: z.string(), jobs: z.array(jobSchema(operations)) }),
+              },
+            },
+          },
+          401: problem("The SIGN-IN-WITH-X header is not accepted; `errors[].pointer` names the field."),
+          402: {
+            description:
+              'Sign in: the challenge is in the PAYMENT-REQUIRED header (`extensions["sign-in-with-x"]`).',
+            headers: { "PAYMENT-REQUIRED": header("base64 JSON x402 v2 PaymentRequired, `accepts: []`.") },
+            content: { "application/problem+json": { schema: PaymentRequiredSchema } },
+          },
+        },
+      }),
+      "x-sign-in-with-x": { header: SIGN_IN_HEADER, grants: signInGrants.get(JOBS_LIST_PATH) },
+    } as Parameters<typeof registry.registerPath>[0]);
+  }
+
   registry.registerPath(
     createRoute({
       method: "get",
       path: JOB_STATUS_PATH,
       operationId: "get-job",
       summary: "Read a job's state or its completed result (free)",
-      description: "Free: knowing the job id is enough. Poll until the state is final.",
+      description:
+        "Free: knowing the job id is enough. Poll until the state is final. With a SIGN-IN-WITH-X header it " +
+        "answers only the wallet that paid for the job (403 for another).",
       tags: ["research"],
       security: [],
-      request: { params: z.object({ id: JobIdParam }) },
+      request: { params: z.object({ id: JobIdParam }), headers: JobSignInHeaders("reads its own job only") },
       responses: {
         200: {
           description: "The job.",
@@ -237,6 +312,8 @@ export function buildOpenApiDocument(
           content: { "application/json": { schema: jobSchema(operations) } },
         },
         400: problem("The id is not a UUID."),
+        401: problem("The SIGN-IN-WITH-X header is not accepted; `errors[].pointer` names the field."),
+        403: problem("Signed in with a wallet that did not pay for this job; nothing is shown."),
         404: problem("Unknown job."),
       },
     }),
@@ -256,7 +333,7 @@ export function buildOpenApiDocument(
       // SPDX LicenseRef for the service's own terms; openapi3-ts's type predates 3.1's `identifier`.
       license: { name: "Proprietary", identifier: "LicenseRef-utility402" } as { name: string },
       // Short guidance indexers inline in an agent's context (@agentcash/discovery reads info.x-guidance).
-      "x-guidance": agentGuidance(baseUrl),
+      "x-guidance": agentGuidance(baseUrl, signer),
       "x-logo": { url: baseUrl + FAVICON_PATH },
     },
     servers: [{ url: baseUrl }],

@@ -1,5 +1,5 @@
 import type { AnyOperation } from "../catalog/operation.ts";
-import { defaultPoolSize, WorkerPool, workerModule } from "../operations/worker-pool.ts";
+import { defaultPoolSize, serviceDeadlines, WorkerPool, workerModule } from "../operations/worker-pool.ts";
 
 /**
  * JSON bodies up to this size are decoded and checked on the main thread (a few ms at most). Larger
@@ -23,9 +23,7 @@ export const largeJsonBodyPool = () => {
     workerUrl: workerModule(import.meta.url, "./json-body-worker", "./json-body-worker-entry.mjs"),
     size: defaultPoolSize(),
     maxQueued: 32,
-    timeLimitMs: 10_000,
-    queueTimeoutMs: 10_000,
-    startTimeoutMs: 30_000,
+    ...serviceDeadlines({ timeLimitMs: 10_000, queueTimeoutMs: 10_000, startTimeoutMs: 30_000 }),
     maxMemoryMb: 512,
   });
   return pool;

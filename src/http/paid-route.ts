@@ -20,6 +20,7 @@ import { Problem } from "../problem.ts";
 import { fileResponse } from "../products/download.ts";
 import type { StoredOutcome } from "../store/store.ts";
 import { requestClient } from "./connection-limits.ts";
+import { isBrowserNavigation, paywallPage } from "./paywall/paywall-page.ts";
 import type { RequestVariables } from "./request-context.ts";
 import { respond } from "./response-headers.ts";
 import { decodeV1Payment, paymentRequiredBody, v1Answer } from "./x402-v1.ts";
@@ -47,15 +48,28 @@ export function paidRoute(options: {
   terms: PaymentTerms;
   log: Logger;
   now: () => Date;
+  /** The service settles on its local test chain (the paywall page warns people). */
+  testChain: boolean;
+  /** A product's answer to a call without payment: a signed-in buyer's download again, or its 402. */
+  signIn?: (c: Context, handler: StartedOperation<unknown, unknown>) => Promise<Response>;
 }): (
   c: Context<{ Variables: RequestVariables }>,
   input: unknown,
   handler: StartedOperation<unknown, unknown>,
 ) => Promise<Response> {
-  const { gate, operation, terms, log, now } = options;
-  // The 402 of a call without payment is the same bytes every time: encoded once.
-  const unpaid = unpaidAnswer(terms);
+  const { gate, operation, terms, log, now, testChain, signIn } = options;
+  // The 402 of a call without payment is the same bytes every time: encoded once, and again only when the
+  // terms' signed offers are renewed (signed-offers.ts replaces their header). A person's browser opening a
+  // paid GET (a download, the tender shortlist) gets a page to pay from instead, renewed with them.
+  const pageOf = () =>
+    operation.method === "GET" ? paywallPage(operation, terms, { testChain }) : undefined;
+  let unpaid = unpaidAnswer(terms);
+  let page = pageOf();
   return async (c, input, handler) => {
+    if (unpaid.headers[PAYMENT_REQUIRED_HEADER] !== terms.header) {
+      unpaid = unpaidAnswer(terms);
+      page = pageOf();
+    }
     const v2Header = c.req.header(PAYMENT_SIGNATURE_HEADER);
     const v1Header = v2Header ? undefined : c.req.header(X_PAYMENT_HEADER);
     const header = v2Header ?? v1Header;
@@ -65,6 +79,10 @@ export function paidRoute(options: {
     // operation without a live worker) is refused before it.
     if (!header) {
       if (handler.admit) await handler.admit();
+      if (page && isBrowserNavigation(c.req.raw)) {
+        return respond(c, page.body, { status: page.status, headers: page.headers });
+      }
+      if (signIn) return signIn(c, handler);
       return respond(c, unpaid.body, { status: unpaid.status, headers: unpaid.headers });
     }
     const requestId = c.get("requestId");

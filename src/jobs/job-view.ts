@@ -1,3 +1,6 @@
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
+import { PAYMENT_RESPONSE_HEADER } from "../payments/headers.ts";
 import type { PaymentRecord } from "../store/store.ts";
 import type { Job, JobState } from "./queue.ts";
 
@@ -16,8 +19,9 @@ const PAYMENT_NOTES: Record<PaymentRecord["state"], string> = {
 };
 
 /**
- * A job as GET /v1/jobs/{id} shows it: no input, no payer, no worker names. A paid job also shows what
- * became of its payment (held → settled when the result is ready, or released) and, while it is not
+ * A job as GET /v1/jobs/{id} shows it: no input, no worker names, and no payer beyond the signed receipt
+ * of a settled payment (which names what its transaction shows on chain anyway). A paid job also shows
+ * what became of its payment (held → settled when the result is ready, or released) and, while it is not
  * finished, `expiresAt`: the deadline after which it is given up and its payment released.
  */
 export function jobView(job: Job, payment?: { record: PaymentRecord; deadline: number }) {
@@ -45,6 +49,20 @@ function paymentView(record: PaymentRecord) {
     network: record.network,
     ...(record.state === "settled" ? { settledAt: record.updatedAt } : {}),
     ...(record.txHash ? { transaction: record.txHash } : {}),
+    ...signedReceiptOf(record),
     note: PAYMENT_NOTES[record.state],
   };
+}
+
+/**
+ * The receipt the service signed when it settled the job's payment (the x402 offer-receipt extension, as
+ * the settlement kept with the job's answer carries it), for the payer to verify and keep.
+ */
+function signedReceiptOf(record: PaymentRecord): { receipt?: unknown } {
+  const header = record.state === "settled" ? record.outcome?.headers[PAYMENT_RESPONSE_HEADER] : undefined;
+  if (header === undefined) return {};
+  const receipt = decodePaymentResponseHeader(header).extensions?.[OFFER_RECEIPT] as
+    | { info?: { receipt?: unknown } }
+    | undefined;
+  return receipt?.info?.receipt ? { receipt: receipt.info.receipt } : {};
 }

@@ -13,9 +13,10 @@ import { JOB_STATUS_PATH } from "../catalog/registry.ts";
 import { SERVICE } from "../catalog/service.ts";
 import { INLINE_JSON_BODY_BYTES } from "../http/large-json-body.ts";
 import type { PaymentGate } from "../payments/resource-server/gate.ts";
+import type { SignedOffers } from "../payments/resource-server/signed-offers.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { invalidRequest } from "../problem.ts";
-import { GET_JOB_TOOL, MCP_PATH } from "./endpoint.ts";
+import { GET_JOB_TOOL, isTool, MCP_PATH } from "./endpoint.ts";
 import { paidTool } from "./paid-tool.ts";
 import { problemResult, storedResult } from "./tool-results.ts";
 import { toolTerms } from "./tool-terms.ts";
@@ -38,6 +39,8 @@ export interface McpDoorServices {
   termsById: ReadonlyMap<string, PaymentTerms>;
   gate: PaymentGate;
   log: Logger;
+  /** Keeps each tool's terms carrying signed offers for its mcp://tool/<id> resource; absent: unsigned. */
+  signedOffers?: SignedOffers;
   now?: () => Date;
 }
 
@@ -55,15 +58,15 @@ const INSTRUCTIONS =
 export function mountMcp<E extends object>(app: Hono<E>, services: McpDoorServices): void {
   const { gate, log, termsById, started } = services;
   const now = services.now ?? (() => new Date());
-  const termsOf = new Map<string, PaymentTerms>();
-  const terms = (operation: AnyOperation) => {
-    let known = termsOf.get(operation.id);
-    if (!known) {
-      known = toolTerms(operation, termsById.get(operation.id) as PaymentTerms);
-      termsOf.set(operation.id, known);
-    }
-    return known;
-  };
+  // Every tool's terms now, so that their offers are signed before the first call (offers.ready()).
+  const termsOf = new Map(
+    services.operations
+      .filter(isTool)
+      .map((operation) => [operation.id, toolTerms(operation, termsById.get(operation.id) as PaymentTerms)]),
+  );
+  for (const [id, toolTermsOf] of termsOf)
+    void services.signedOffers?.keep(toolTermsOf, `tool ${id}`, "json");
+  const terms = (operation: AnyOperation) => termsOf.get(operation.id) as PaymentTerms;
   // The free tool reads a job through its route (GET /v1/jobs/{id}): one answer, whichever door asks.
   const getJob: ToolHandler = async (call) => {
     const id = call.arguments?.id;

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { PaymentRequired } from "@x402/core/types";
 import type { Logger } from "pino";
 import type { AnyOperation, StartedOperation } from "../catalog/operation.ts";
 import { httpAnswer } from "../http/paid-route.ts";
@@ -37,11 +38,20 @@ export function paidTool(options: {
   const { gate, operation, terms, handler, log, now } = options;
   const instance = terms.paymentRequired.resource.url;
   const { amount, asset, network, payTo } = terms.requirements;
-  // The answer to a call without payment never changes: built once.
-  const unpaid = paymentRequiredResult(
-    { ...terms.paymentRequired, error: "payment required" },
-    `pay ${amount} atomic units of ${asset} on ${network} to ${payTo} with x402 v2: call the tool again with the PaymentPayload in params._meta["${PAYMENT_META_KEY}"]`,
-  );
+  // The answer to a call without payment: built once, and again only when the terms' signed offers are
+  // renewed (signed-offers.ts replaces their paymentRequired).
+  const unpaidFor = (paymentRequired: PaymentRequired) => ({
+    paymentRequired,
+    result: paymentRequiredResult(
+      { ...paymentRequired, error: "payment required" },
+      `pay ${amount} atomic units of ${asset} on ${network} to ${payTo} with x402 v2: call the tool again with the PaymentPayload in params._meta["${PAYMENT_META_KEY}"]`,
+    ),
+  });
+  let built = unpaidFor(terms.paymentRequired);
+  const unpaid = () => {
+    if (built.paymentRequired !== terms.paymentRequired) built = unpaidFor(terms.paymentRequired);
+    return built.result;
+  };
   return async (call) => {
     const presented = call._meta?.[PAYMENT_META_KEY];
     try {
@@ -60,7 +70,7 @@ export function paidTool(options: {
       // Work that cannot be taken now (an async operation without a live worker) is refused before the terms.
       if (presented === undefined) {
         await handler.admit?.();
-        return unpaid;
+        return unpaid();
       }
       const requestId = randomUUID();
       const requestLog = log.child({ requestId, operation: operation.id, door: "mcp" });
@@ -77,7 +87,7 @@ export function paidTool(options: {
         door: "mcp",
       });
       const outcome = await gate.handle(request);
-      if (outcome.kind === "payment-required") return unpaid;
+      if (outcome.kind === "payment-required") return unpaid();
       return storedResult(httpAnswer(outcome, instance), outcome.kind === "answer" && outcome.replayed);
     } catch (error) {
       if (error instanceof Problem) return storedResult(error.toResponse(instance), false);

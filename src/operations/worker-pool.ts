@@ -108,6 +108,34 @@ const GENERIC_SLUGS: Record<PoolProblem, ProblemType> = {
 };
 const RETRY_AFTER: Partial<Record<PoolProblem, string>> = { busy: "2", unavailable: "5" };
 
+/**
+ * Tests only: the service's own deadlines (`serviceDeadlines`) are multiplied by this while it is above 1.
+ * Several test files at once on a small machine starve the workers (they run below the event loop's
+ * priority) far beyond what the limits are meant for on a served machine, and an end-to-end test of an
+ * operation asserts its answer, not its limits (pool.test.ts asserts those, with limits of its own).
+ */
+let deadlineStretch = 1;
+
+/** Stretches the service's deadlines of the pools created from now on (tests only); returns the undo. */
+export function stretchWorkerPoolDeadlines(factor: number): () => void {
+  const before = deadlineStretch;
+  deadlineStretch = factor;
+  return () => {
+    deadlineStretch = before;
+  };
+}
+
+type Deadlines = Pick<WorkerPoolOptions, "timeLimitMs" | "queueTimeoutMs" | "startTimeoutMs">;
+
+/** A pool's default deadlines, read when the pool is created (stretched in tests: stretchWorkerPoolDeadlines). */
+export function serviceDeadlines(deadlines: Deadlines): Deadlines {
+  return {
+    timeLimitMs: deadlines.timeLimitMs * deadlineStretch,
+    queueTimeoutMs: deadlines.queueTimeoutMs * deadlineStretch,
+    startTimeoutMs: deadlines.startTimeoutMs * deadlineStretch,
+  };
+}
+
 /** Defaults: at most half the CPUs (at least one), the rest stay free for the event loop and settlement. */
 export const defaultPoolSize = () => Math.max(1, Math.min(4, Math.floor(os.availableParallelism() / 2)));
 

@@ -186,6 +186,13 @@ export type Reservation = { reserved: true } | { reserved: false; existing: Paym
 
 export type ReserveResult = Reservation | { reserved: false; refused: HeldRefusal };
 
+export interface PayerPaymentsQuery {
+  payer: string;
+  operationIds: readonly string[];
+  states: readonly PaymentState[];
+  limit: number;
+}
+
 /** A client's idempotency key (the x402 payment-identifier, scoped to its payer) claimed for a payment. */
 export interface PaymentIdentifierClaim {
   /** payer:id */
@@ -274,6 +281,17 @@ export interface Store {
   /** Claims the right to load `key` until `until` unless another owner's unexpired claim holds it: single flight across instances. */
   claimCacheLoad(key: string, owner: string, until: number, now: number): Promise<boolean>;
   releaseCacheLoad(key: string, owner: string): Promise<void>;
+  /**
+   * A payer's payments of these operations in these states, newest first, at most `limit`: what a wallet
+   * that signs in (sign-in-with-x) bought. `payer` is matched lower-cased, as the ledger keeps it.
+   */
+  paymentsOfPayer(query: PayerPaymentsQuery): Promise<PaymentRecord[]>;
+  /**
+   * Marks a sign-in nonce used: true the first time, false if it was used before (a replay). The row is
+   * kept until `keepUntil` (epoch ms, when a message with this nonce can no longer be accepted anyway);
+   * rows past their time (before `now`) are deleted on the way.
+   */
+  useSignInNonce(nonce: string, keepUntil: number, now: number): Promise<boolean>;
   /** The durable job queue, in the same database as the ledger (a job is linked to its payment). */
   readonly jobs: JobQueue;
   /** The x402 batch-settlement channels and their ledger of voucher-paid calls. */

@@ -3,14 +3,14 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import * as esbuild from "esbuild";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccount, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
 import { buildProducts } from "../../src/products/build.ts";
 import { products } from "../../src/products/index.ts";
 import type { ReleaseDescriptor } from "../../src/products/release.ts";
-import { requireTool } from "../helpers/requires.ts";
+import { chromiumInstalled, launchChromium } from "../helpers/chromium.ts";
 import { freePort, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 import type { BrowserAgent, BrowserCall } from "./agent-page.ts";
 
@@ -23,8 +23,6 @@ import type { BrowserAgent, BrowserCall } from "./agent-page.ts";
  * test fails there, and skips elsewhere.
  */
 
-const CHROMIUM = "/usr/bin/chromium";
-const chromiumInstalled = requireTool("chromium", CHROMIUM, "apt-get install chromium (Debian's)");
 const PRODUCT = "csv-json-quality-toolkit";
 const PRICES = { csvCleanup: 2_000_000n, product: 9_000_000n }; // USDC atomic units
 const PAYER = 7;
@@ -86,20 +84,7 @@ describe.skipIf(chromiumInstalled.skip)(
       const pageOrigin = `http://127.0.0.1:${pagePort}`;
       expect(new URL(service.url).origin).not.toBe(pageOrigin);
 
-      browser = await chromium.launchPersistentContext(path.join(work, "profile"), {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      });
+      browser = await launchChromium(path.join(work, "profile"));
       page = browser.pages()[0] ?? (await browser.newPage());
       page.on("console", (message) => browserLog.push(`console.${message.type()}: ${message.text()}`));
       page.on("requestfailed", (request) =>

@@ -5,9 +5,14 @@
  * revert matcher by custom-error name.
  */
 import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { BATCH_SETTLEMENT_DOMAIN, claimBatchTypes, refundTypes } from "@x402/evm";
 import { computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
+import solc from "solc";
 import {
+  type Abi,
   type Address,
   BaseError,
   ContractFunctionRevertedError,
@@ -36,6 +41,7 @@ import {
   LOCAL_CHAIN_ID,
   type LocalChain,
   startLocalChain,
+  USDC_ADMIN,
 } from "../../src/chain/local-chain.ts";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
@@ -49,6 +55,34 @@ const BATCH_DOMAIN = {
   chainId: LOCAL_CHAIN_ID,
   verifyingContract: BATCH_SETTLEMENT_ADDRESS,
 };
+
+const usdcAdminAbi = parseAbi([
+  "function blacklist(address account)",
+  "function unBlacklist(address account)",
+  "function mint(address to, uint256 amount) returns (bool)",
+]);
+
+/** A test-only contract (test/chain/contracts/<name>.sol), compiled with the build's solc settings. */
+function compileTestContract(name: string): { abi: Abi; bytecode: Hex } {
+  const source = fs.readFileSync(
+    path.join(path.dirname(fileURLToPath(import.meta.url)), "contracts", `${name}.sol`),
+    "utf8",
+  );
+  const input = {
+    language: "Solidity",
+    sources: { [`${name}.sol`]: { content: source } },
+    settings: {
+      optimizer: { enabled: true, runs: 200 },
+      evmVersion: "cancun",
+      outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
+    },
+  };
+  const output = JSON.parse(solc.compile(JSON.stringify(input)));
+  const errors = (output.errors ?? []).filter((error: { severity: string }) => error.severity === "error");
+  if (errors.length > 0) throw new Error(JSON.stringify(errors));
+  const compiled = output.contracts[`${name}.sol`][name];
+  return { abi: compiled.abi, bytecode: `0x${compiled.evm.bytecode.object}` };
+}
 
 export const erc20Abi = parseAbi([
   "function balanceOf(address) view returns (uint256)",
@@ -78,12 +112,23 @@ export interface EscrowChain {
   advance(seconds: number): Promise<void>;
   /** Sends a call of the escrow as `from` and waits for it; throws on a revert. */
   send(from: Account, functionName: string, args: readonly unknown[]): Promise<Hex>;
+  /** The same for any contract. */
+  sendTo(
+    from: Account,
+    contract: { address: Address; abi: Abi },
+    functionName: string,
+    args: readonly unknown[],
+  ): Promise<Hex>;
   /** Simulates a call as `from` and returns the custom error's name it reverts with (throws if it does not revert). */
   revertOf(from: Account, functionName: string, args: readonly unknown[]): Promise<string>;
   read<T>(functionName: string, args: readonly unknown[]): Promise<T>;
   usdc(address: Address): Promise<bigint>;
   /** A fresh payer with `usdc` test USDC and gas. */
   newPayer(usdc: bigint): Promise<PrivateKeyAccount>;
+  /** Compiles a test-only contract of test/chain/contracts/ and deploys it; returns its address. */
+  deployTestContract(name: string, args?: readonly unknown[]): Promise<{ address: Address; abi: Abi }>;
+  /** Calls USDC as its admin (owner, blacklister, master minter). */
+  asUsdcAdmin(functionName: string, args: readonly unknown[]): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -97,6 +142,13 @@ export async function startEscrowChain(): Promise<EscrowChain> {
     const receiverAuthorizer = privateKeyToAccount(generatePrivateKey());
     await testClient.setBalance({ address: receiverAuthorizer.address, value: parseEther("10") });
     const escrow = { address: BATCH_SETTLEMENT_ADDRESS, abi: batchSettlementAbi } as const;
+    const sendTo: EscrowChain["sendTo"] = async (from, contract, functionName, args) => {
+      const wallet = createWalletClient({ chain: viemChain, transport, account: from });
+      const hash = await wallet.writeContract({ ...contract, functionName, args });
+      const receipt = await client.waitForTransactionReceipt({ hash });
+      if (receipt.status !== "success") throw new Error(`${functionName} reverted in ${hash}`);
+      return hash;
+    };
     return {
       chain,
       client,
@@ -107,13 +159,8 @@ export async function startEscrowChain(): Promise<EscrowChain> {
         await testClient.increaseTime({ seconds });
         await testClient.mine({ blocks: 1 });
       },
-      async send(from, functionName, args) {
-        const wallet = createWalletClient({ chain: viemChain, transport, account: from });
-        const hash = await wallet.writeContract({ ...escrow, functionName, args });
-        const receipt = await client.waitForTransactionReceipt({ hash });
-        if (receipt.status !== "success") throw new Error(`${functionName} reverted in ${hash}`);
-        return hash;
-      },
+      send: (from, functionName, args) => sendTo(from, escrow, functionName, args),
+      sendTo,
       async revertOf(from, functionName, args) {
         try {
           await client.simulateContract({ ...escrow, functionName, args, account: from });
@@ -131,6 +178,30 @@ export async function startEscrowChain(): Promise<EscrowChain> {
         await fundLocalAccounts(chain.rpcUrl, [{ address: payer.address, usdc, ether: parseEther("1") }]);
         return payer;
       },
+      async deployTestContract(name, args = []) {
+        const { abi, bytecode } = compileTestContract(name);
+        const wallet = createWalletClient({ chain: viemChain, transport, account: chain.accounts.settler });
+        const hash = await wallet.deployContract({ abi, bytecode, args });
+        const { contractAddress } = await client.waitForTransactionReceipt({ hash });
+        if (!contractAddress) throw new Error(`${name}: deployment failed`);
+        return { address: contractAddress, abi };
+      },
+      async asUsdcAdmin(functionName, args) {
+        await testClient.impersonateAccount({ address: USDC_ADMIN });
+        try {
+          const admin = createWalletClient({ chain: viemChain, transport, account: USDC_ADMIN });
+          const hash = await admin.writeContract({
+            address: USDC,
+            abi: usdcAdminAbi,
+            functionName,
+            args,
+          } as never);
+          const receipt = await client.waitForTransactionReceipt({ hash });
+          if (receipt.status !== "success") throw new Error(`USDC ${functionName} reverted`);
+        } finally {
+          await testClient.stopImpersonatingAccount({ address: USDC_ADMIN });
+        }
+      },
       stop: () => chain.stop(),
     };
   } catch (error) {
@@ -144,7 +215,14 @@ export function revertName(error: unknown): string {
   if (error instanceof BaseError) {
     const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError);
     if (reverted instanceof ContractFunctionRevertedError) {
-      return reverted.data?.errorName ?? reverted.reason ?? reverted.signature ?? "unknown revert";
+      // Error(string) (USDC's own reverts, bubbled up through the collector) by its reason.
+      const name = reverted.data?.errorName;
+      return (
+        (name === "Error" ? reverted.reason : name) ??
+        reverted.reason ??
+        reverted.signature ??
+        "unknown revert"
+      );
     }
   }
   throw error;

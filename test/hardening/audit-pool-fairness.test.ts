@@ -5,6 +5,7 @@ import { LINEAR_FOR_REGEXP, linearRegExp } from "../../src/operations/openapi-au
 import { AuditPool, type AuditPoolOptions } from "../../src/operations/openapi-audit/pool.ts";
 import type { OpenApiAuditOutput } from "../../src/operations/openapi-audit/schema.ts";
 import { Problem } from "../../src/problem.ts";
+import { withTestDeadlines } from "../helpers/pool-deadlines.ts";
 import { EVIL } from "./hostile-inputs.ts";
 
 /**
@@ -70,7 +71,7 @@ const trivialContract: ContractDocument = {
 
 const pools: AuditPool[] = [];
 const pool = (options: Partial<AuditPoolOptions> = {}) => {
-  const created = new AuditPool(options);
+  const created = withTestDeadlines(() => new AuditPool(options));
   pools.push(created);
   return created;
 };
@@ -86,7 +87,7 @@ const outcome = <R>(promise: Promise<R>) =>
 
 describe("the audit pool under catastrophic patterns (real audit workers)", () => {
   it("six catastrophic audits from one payer: another payer's trivial audit is answered while they still wait", async () => {
-    // The service's own limits (15 s per audit, 20 s in the queue), two workers.
+    // The service's own limits (15 s per audit, 20 s in the queue; stretched in tests), two workers.
     const workers = pool({ size: 2 });
     await workers.warm();
     const hostileSettled: boolean[] = [];

@@ -7,6 +7,7 @@ import {
   extractDiscoveryInfo,
   validateDiscoveryExtension,
 } from "@x402/extensions/bazaar";
+import pino from "pino";
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineOperation } from "../../src/catalog/operation.ts";
@@ -16,7 +17,13 @@ import { devAccount, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { createPayer } from "../../src/client/paying-fetch.ts";
 import { loadConfig } from "../../src/config.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
+import {
+  DEV_OFFER_RECEIPT_KEY,
+  OfferReceipts,
+  offerReceiptKey,
+} from "../../src/payments/resource-server/offer-receipt.ts";
 import { MAX_REASON_LENGTH, shortReason } from "../../src/payments/resource-server/short-reason.ts";
+import { SignedOffers } from "../../src/payments/resource-server/signed-offers.ts";
 import {
   bazaarDeclaration,
   buildPaymentTerms,
@@ -31,14 +38,23 @@ const PROXY_BUFFER = 4096;
 // A realistic public base URL (it is in every header: the resource's url).
 const BASE_URL = "https://utility402.payments.example.com";
 
-/** The payment terms of every registry route, built as `serve` builds them. */
+/** Terms as `serve` keeps them: carrying their signed offers (signed-offers.ts). */
+async function withSignedOffers(terms: Iterable<[string, PaymentTerms]>, baseUrl: string) {
+  const key = offerReceiptKey(DEV_OFFER_RECEIPT_KEY, baseUrl, "eip155:8453");
+  const offers = new SignedOffers(new OfferReceipts(key, true), pino({ level: "silent" }));
+  for (const [name, routeTerms] of terms) await offers.keep(routeTerms, name);
+}
+
+/** The payment terms of every registry route, built and signed as `serve` builds and signs them. */
 async function allTerms() {
   const config = loadConfig({ DATA_DIR: os.tmpdir(), LOG_LEVEL: "silent" });
   const server = new x402ResourceServer()
     .register(config.payment.network, new ExactEvmScheme())
     .registerExtension(bazaarResourceServerExtension);
   const settings = { ...config.payment, payTo: devAccount(1).address };
-  return buildRouteTerms(OPERATIONS, settings, BASE_URL, server);
+  const terms = await buildRouteTerms(OPERATIONS, settings, BASE_URL, server);
+  await withSignedOffers(terms, BASE_URL);
+  return terms;
 }
 
 /** A 402 as the service sends it, for the official client to read. */
@@ -114,8 +130,10 @@ describe("every route's payment headers fit a stock proxy's 4 KB header buffer",
     const longBaseUrl = `https://${"x".repeat(60)}.payments.example.com/utility402`;
     expect(longBaseUrl.length).toBe(100);
     for (const operation of OPERATIONS) {
-      const { header } = await buildPaymentTerms(operation, settings, longBaseUrl, server);
-      expect(header.length, operation.id).toBeLessThanOrEqual(MAX_PAYMENT_REQUIRED_BYTES);
+      const terms = await buildPaymentTerms(operation, settings, longBaseUrl, server);
+      await withSignedOffers([[operation.id, terms]], longBaseUrl);
+      expect(terms.paymentRequired.extensions?.["offer-receipt"], operation.id).toBeDefined();
+      expect(terms.header.length, operation.id).toBeLessThanOrEqual(MAX_PAYMENT_REQUIRED_BYTES);
     }
   });
 
@@ -133,7 +151,7 @@ describe("every route's payment headers fit a stock proxy's 4 KB header buffer",
     });
     const settings = { ...config.payment, payTo: devAccount(1).address };
     await expect(buildPaymentTerms(bloated, settings, BASE_URL, server)).rejects.toThrow(
-      /^test-bloated-example: its PAYMENT-REQUIRED header is \d+ bytes \(at most 2800/,
+      /^test-bloated-example: its PAYMENT-REQUIRED header is \d+ bytes \(at most 3100/,
     );
   });
 

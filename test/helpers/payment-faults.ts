@@ -41,11 +41,19 @@ export function signTransferAuthorization(
   return account.signTypedData(transferAuthorizationTypedData(authorization));
 }
 
+const decodePayment = (payment: Record<string, string>) =>
+  JSON.parse(Buffer.from(Object.values(payment)[0] as string, "base64").toString());
+
 /** The ledger key of a signed payment: network, asset, payer and nonce. */
 export function paymentKeyOf(payment: Record<string, string>): string {
-  const decoded = JSON.parse(Buffer.from(Object.values(payment)[0] as string, "base64").toString());
+  const decoded = decodePayment(payment);
   const { from, nonce } = decoded.payload.authorization;
   return `${decoded.accepted.network}:${decoded.accepted.asset}:${from}:${nonce}`.toLowerCase();
+}
+
+/** A signed payment's validBefore (epoch seconds): after it, its authorization can no longer land. */
+export function validBeforeOf(payment: Record<string, string>): number {
+  return Number(decodePayment(payment).payload.authorization.validBefore);
 }
 
 /** One JSON-RPC call to the local chain (anvil's own methods too: evm_setAutomine, evm_mine, anvil_*); throws its error. */

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 
 export const BIN = path.resolve("bin/utility402.js");
 
@@ -15,9 +16,13 @@ export interface Spawned {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Starts `utility402 <args>` as its own process with exactly `env` (plus PATH and HOME). */
-export function spawnUtility402(args: string[], env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, [BIN, ...args], {
+/** Starts `utility402 <args>` as its own process with exactly `env` (plus PATH and HOME), node given `nodeArgs`. */
+export function spawnUtility402(
+  args: string[],
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Spawned {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, ...args], {
     env: { ...baseEnv, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -38,6 +43,17 @@ export function spawnUtility402(args: string[], env: Record<string, string>): Sp
       await exited;
       clearTimeout(timer);
     },
+  };
+}
+
+/**
+ * What spawns a service whose clock starts `offsetMs` ahead of the machine's (test/helpers/shifted-clock.mjs):
+ * a deadline read from the clock has passed at once, where the test would otherwise wait for it in real time.
+ */
+export function shiftedClock(offsetMs: number): { env: Record<string, string>; nodeArgs: string[] } {
+  return {
+    env: { SHIFTED_CLOCK_OFFSET_MS: String(Math.max(0, Math.ceil(offsetMs))) },
+    nodeArgs: ["--import", pathToFileURL(path.resolve("test/helpers/shifted-clock.mjs")).href],
   };
 }
 

@@ -2,12 +2,14 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { createPublicClient, http, parseAbi } from "viem";
+import { createPublicClient, createWalletClient, type Hex, http, parseAbi } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import type { AnyOperation } from "../../src/catalog/operation.ts";
 import { BASE_USDC_ADDRESS, type Config, loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/log.ts";
 import { type RunningService, startService } from "../../src/serve.ts";
 import { StartupError } from "../../src/startup-error.ts";
+import { stretchPoolDeadlinesForTests } from "./pool-deadlines.ts";
 import { createTestDatabase } from "./postgres.ts";
 
 export async function freePort(): Promise<number> {
@@ -35,6 +37,7 @@ export async function startTestService(
   env: Record<string, string> = {},
   options: TestServiceOptions = {},
 ): Promise<TestService> {
+  stretchPoolDeadlinesForTests();
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnFreePorts(env, options);
@@ -95,7 +98,10 @@ async function startOnFreePorts(
 export const databaseUrlOf = (config: Config) =>
   config.database.kind === "postgres" ? config.database.url : `sqlite:${config.database.path}`;
 
-const ERC20 = parseAbi(["function balanceOf(address) view returns (uint256)"]);
+const ERC20 = parseAbi([
+  "function balanceOf(address) view returns (uint256)",
+  "function transfer(address to, uint256 amount) returns (bool)",
+]);
 
 export function usdcBalances(rpcUrl: string) {
   const client = createPublicClient({ transport: http(rpcUrl) });
@@ -106,6 +112,23 @@ export function usdcBalances(rpcUrl: string) {
       functionName: "balanceOf",
       args: [address],
     });
+}
+
+/** A plain USDC transfer signed by `privateKey` (which needs gas), resolved once mined; throws if it reverted. */
+export function usdcSender(rpcUrl: string, privateKey: Hex) {
+  const publicClient = createPublicClient({ transport: http(rpcUrl), pollingInterval: 50 });
+  const wallet = createWalletClient({ account: privateKeyToAccount(privateKey), transport: http(rpcUrl) });
+  return async (to: `0x${string}`, amount: bigint) => {
+    const hash = await wallet.writeContract({
+      chain: null,
+      address: BASE_USDC_ADDRESS,
+      abi: ERC20,
+      functionName: "transfer",
+      args: [to, amount],
+    });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`USDC transfer ${hash} reverted`);
+  };
 }
 
 /** A POST with a JSON body (and optional headers, e.g. a PAYMENT-SIGNATURE). */

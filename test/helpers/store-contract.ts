@@ -449,5 +449,42 @@ export function describeStoreContract(
       });
       expect(stale).toBe(released.paymentKey);
     });
+
+    it("uses a sign-in nonce once, also when many try it at once, and forgets it only after its time", async () => {
+      const tries = await Promise.all(
+        Array.from({ length: 20 }, () => store.useSignInNonce("n0nce0000a", 5_000, 1_000)),
+      );
+      expect(tries.filter(Boolean)).toHaveLength(1);
+      expect(await store.useSignInNonce("n0nce0000b", 5_000, 1_000)).toBe(true);
+      // Still within its time: refused; past it, the row is gone (no message with it is accepted any more).
+      expect(await store.useSignInNonce("n0nce0000a", 9_000, 5_000)).toBe(false);
+      expect(await store.useSignInNonce("n0nce0000c", 9_000, 5_001)).toBe(true);
+      expect(await store.useSignInNonce("n0nce0000a", 9_000, 5_001)).toBe(true);
+    });
+
+    it("lists a payer's payments of some operations in some states, newest first, whatever the address case", async () => {
+      const mine = [
+        payment({ payer: "0xabc", operationId: "product-a" }),
+        payment({ payer: "0xabc", operationId: "product-a" }),
+      ];
+      const others = [
+        payment({ payer: "0xabc", operationId: "product-b" }),
+        payment({ payer: "0xdef", operationId: "product-a" }),
+      ];
+      for (const p of [...mine, ...others]) {
+        await store.reservePayment(p);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      await store.completePayment(mine[1]?.paymentKey as string, { state: "settled", outcome: outcome("s") });
+      const query = { payer: "0xABC", operationIds: ["product-a"], limit: 10 };
+      const settled = await store.paymentsOfPayer({ ...query, states: ["settled"] });
+      expect(settled.map((record) => record.paymentKey)).toEqual([mine[1]?.paymentKey]);
+      const any = await store.paymentsOfPayer({ ...query, states: ["verified", "settled"] });
+      expect(any.map((record) => record.paymentKey)).toEqual([mine[1]?.paymentKey, mine[0]?.paymentKey]);
+      expect(
+        await store.paymentsOfPayer({ ...query, states: ["verified", "settled"], limit: 1 }),
+      ).toHaveLength(1);
+      expect(await store.paymentsOfPayer({ ...query, operationIds: [], states: ["settled"] })).toEqual([]);
+    });
   });
 }

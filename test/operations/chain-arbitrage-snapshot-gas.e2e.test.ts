@@ -28,6 +28,7 @@ import {
   takeSnapshot,
 } from "../../src/operations/chain-arbitrage-snapshot/snapshot.ts";
 import { venue } from "../../src/operations/chain-arbitrage-snapshot/venues.ts";
+import { chainRpc } from "../helpers/payment-faults.ts";
 import { jsonPost, startTestService, type TestService } from "../helpers/service.ts";
 
 const USDC_UNIT = 1_000_000n;
@@ -269,5 +270,62 @@ describe("chain-arbitrage-snapshot: gas per size, simulated answers, sizes and b
     expect(ageWarnings(old)).toEqual([
       `block ${block} was requested by number and is 400 s old (more than 30 s): the answer is the chain as it was then, not now`,
     ]);
+  });
+
+  it("atomic execution adds a cold call per router the executor reaches: one when both venues share SwapRouter02", async () => {
+    for (const [venues, routers] of [
+      [["uniswap-v3:500", "uniswap-v3:3000"], 1],
+      [["uniswap-v3:500", "aerodrome-slipstream:100"], 2],
+    ] as const) {
+      const separate = await takeSnapshot(client, settings(), input({ venues, blockNumber: block }));
+      const atomic = await takeSnapshot(
+        client,
+        settings(),
+        input({ venues, blockNumber: block, execution: "atomic" }),
+      );
+      for (const [i, trip] of atomic.roundTrips.entries()) {
+        const apart = separate.roundTrips[i] as (typeof separate.roundTrips)[number];
+        expect(trip.gasUnits, venues.join(" ")).toBe(apart.gasUnits - 21_000 + routers * 2_600 + 5_000);
+      }
+    }
+  });
+
+  // Runs last: it moves the local chain's clock 45 s ahead (within the 120 s a payment stays valid).
+  it("in local mode ages blocks against the local chain's head: latest is never old, an old block requested by number is", async () => {
+    const rpcUrl = service.localChain?.rpcUrl as string;
+    const pinned = await chain.getBlock();
+    await chainRpc(rpcUrl, "evm_mine", [Number(pinned.timestamp) + 45]);
+    const paid = async (body: object) => {
+      const response = await payer.fetch(`${service.url}/v1/chain-arbitrage-snapshot`, jsonPost(body));
+      expect(response.status).toBe(200);
+      return ChainArbitrageSnapshotResponse.parse(await response.json());
+    };
+    const ageWarnings = (body: ChainArbitrageSnapshotOutput) =>
+      body.warnings.filter((w) => w.includes(" old "));
+
+    const latest = await paid({ amountUsdc: 500 });
+    expect(latest.blockAgeSeconds).toBe(0);
+    expect(ageWarnings(latest)).toEqual([]);
+
+    const old = await paid({ amountUsdc: 500, blockNumber: Number(pinned.number) });
+    const head = await chain.getBlock();
+    expect(old.blockAgeSeconds).toBeGreaterThanOrEqual(45);
+    expect(old.blockAgeSeconds).toBeLessThanOrEqual(Number(head.timestamp - pinned.timestamp));
+    expect(ageWarnings(old)).toEqual([
+      `block ${pinned.number} was requested by number and is ${old.blockAgeSeconds} s old (more than 30 s): the answer is the chain as it was then, not now`,
+    ]);
+
+    // The service clock plays no part against the chain's head: a far-off clock changes nothing.
+    const headAged = (now: number) =>
+      takeSnapshot(
+        client,
+        settings({ blockWarnAgeSeconds: 30, blockAgeReference: "chain-head", now: () => now }),
+        input({ amountUsdc: 500, blockNumber: Number(head.number) }),
+      );
+    for (const now of [0, Date.now() + 86_400_000]) {
+      const young = await headAged(now);
+      expect(young.blockAgeSeconds).toBe(0);
+      expect(ageWarnings(young)).toEqual([]);
+    }
   });
 });

@@ -70,23 +70,19 @@ describe("clinical-trials-query on the local chain (the bundled sample)", () => 
     expect(await balanceOf(payer.address)).toBe(payerBefore - 2n * PRICE);
   });
 
-  it("a malformed cursor and an unknown phase are 400s with pointers, before the 402, never charged", async () => {
-    const before = await balanceOf(payer.address);
+  // The money rules of a 400 (before the 402, a payment sent with it not taken): test/contract/paid-operations.
+  it("a malformed cursor, an unknown phase and a query of no letter are 400s naming their pointers", async () => {
     for (const [body, pointer, message] of [
       [{ query: "placebo", cursor: "garbage" }, "/cursor", "malformed cursor"],
       [{ phase: "Phase 9" }, "/phase", 'unknown phase "Phase 9"; use one of: EARLY_PHASE1, PHASE1'],
       [{ query: "***" }, "/query", "query must contain a letter or a digit"],
     ] as const) {
-      for (const response of [await payer.fetch(url(), jsonPost(body)), await fetch(url(), jsonPost(body))]) {
-        expect(response.status).toBe(400);
-        expect(response.headers.get("content-type")).toContain("application/problem+json");
-        expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
-        expect((await response.json()).errors).toEqual([
-          { pointer, message: expect.stringContaining(message) },
-        ]);
-      }
+      const response = await fetch(url(), jsonPost(body));
+      expect(response.status).toBe(400);
+      expect((await response.json()).errors).toEqual([
+        { pointer, message: expect.stringContaining(message) },
+      ]);
     }
-    expect(await balanceOf(payer.address)).toBe(before);
   });
 
   it("before payment, the 402 terms, OpenAPI, x402 manifest and catalog name the loaded sample of 5 studies (issue 23)", async () => {

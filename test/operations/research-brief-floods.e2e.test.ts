@@ -5,31 +5,29 @@ import { fundLocalAccounts } from "../../src/chain/local-chain.ts";
 import { createPayer, type Payer } from "../../src/client/paying-fetch.ts";
 import { researchBrief } from "../../src/operations/research-brief/index.ts";
 import { openStore } from "../../src/store/open-store.ts";
+import { fireAtOnce, pollUntilFinished } from "../helpers/floods.ts";
 import { paymentKeyOf } from "../helpers/payment-faults.ts";
-import { jsonPost, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
-import { QUESTION, researchEnv, type StandIns, startStandIns } from "./research-brief-standins.ts";
+import { until } from "../helpers/processes.ts";
+import { startTestService, type TestService, usdcBalances, usdcSender } from "../helpers/service.ts";
+import { type SourceStandIns, startSourceStandIns } from "./research-sources-standins.ts";
 
 /**
  * Issue 33: an attacker with a few dollars fires briefs at once to farm unpaid work. Held payments are
  * admitted one payer at a time against the cap (JOB_MAX_HELD_PER_PAYER, 3) and the payer's balance, so
  * floods get at most what the payer can pay for, and a paying customer after them is served and charged
  * once. Money is read from the chain and the ledger, never from what the service says.
+ *
+ * The briefs are keyless (Wikipedia and Crossref stand-ins replaying recorded answers): holding the
+ * stand-ins' answers keeps the workers busy on running jobs, the way a stalled upstream does.
  */
 
 const PRICE = 5_000_000n;
 const CAP = 3;
-
-async function pollUntilFinished(statusUrl: string) {
-  for (let i = 0; i < 1200; i++) {
-    const body = await (await fetch(statusUrl)).json();
-    if (body.status === "succeeded" || body.status === "failed") return body;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${statusUrl} did not finish`);
-}
+const WORKERS = 2;
+const QUESTION = "What is the Python programming language used for in ecological research?";
 
 describe("floods of held research payments", () => {
-  let standIns: StandIns;
+  let standIns: SourceStandIns;
   let service: TestService;
   let rpcUrl: string;
   let balanceOf: ReturnType<typeof usdcBalances>;
@@ -37,9 +35,14 @@ describe("floods of held research payments", () => {
   const request = { question: QUESTION, requiredSources: 2, maxWords: 300 };
 
   beforeAll(async () => {
-    standIns = await startStandIns();
+    standIns = await startSourceStandIns();
     service = await startTestService(
-      { ...researchEnv(standIns), JOB_MAX_HELD_PER_PAYER: String(CAP) },
+      {
+        RESEARCH_WIKIPEDIA_URL: standIns.wikipediaUrl,
+        RESEARCH_CROSSREF_URL: standIns.crossrefUrl,
+        JOB_MAX_HELD_PER_PAYER: String(CAP),
+        WORKER_CONCURRENCY: String(WORKERS),
+      },
       { operations: [researchBrief] },
     );
     rpcUrl = service.localChain?.rpcUrl as string;
@@ -51,31 +54,20 @@ describe("floods of held research payments", () => {
     await standIns?.stop();
   });
 
-  /** A fresh wallet holding `usdc` (atomic), unknown to every other test. */
-  async function wallet(usdc: bigint): Promise<Payer> {
-    const payer = createPayer(generatePrivateKey());
-    if (usdc > 0n) await fundLocalAccounts(rpcUrl, [{ address: payer.address, usdc }]);
-    return payer;
+  /** A fresh wallet holding `usdc` (atomic) and gas, unknown to every other test; `send` moves USDC on chain. */
+  async function wallet(usdc: bigint) {
+    const key = generatePrivateKey();
+    const payer = createPayer(key);
+    await fundLocalAccounts(rpcUrl, [{ address: payer.address, usdc, ether: 10n ** 18n }]);
+    const send = usdcSender(rpcUrl, key);
+    return Object.assign(payer, { send });
   }
 
-  /** `count` payments signed by `payer` (each its own nonce), sent at once; the answers with their payments. */
-  async function flood(payer: Payer, count: number) {
-    const terms = await fetch(url, jsonPost(request));
-    const payments: Record<string, string>[] = [];
-    for (let i = 0; i < count; i++) payments.push(await payer.signPayment(terms.clone()));
-    const responses = await Promise.all(payments.map((payment) => fetch(url, jsonPost(request, payment))));
-    return Promise.all(
-      responses.map(async (response, i) => ({
-        status: response.status,
-        contentType: response.headers.get("content-type"),
-        body: await response.json(),
-        payment: payments[i] as Record<string, string>,
-      })),
-    );
-  }
+  const flood = (payer: Payer, count: number) => fireAtOnce(url, request, payer, count);
+  type Answers = Awaited<ReturnType<typeof flood>>;
 
   /** Waits for every accepted job; returns how many were delivered. */
-  async function finish(answers: Awaited<ReturnType<typeof flood>>) {
+  async function finish(answers: Answers) {
     const jobs = await Promise.all(
       answers.filter((a) => a.status === 202).map((a) => pollUntilFinished(a.body.statusUrl)),
     );
@@ -107,13 +99,74 @@ describe("floods of held research payments", () => {
     expect(await balanceOf(payer.address)).toBe(100n * PRICE - BigInt(delivered) * PRICE);
   });
 
-  it("30 briefs from each of two wallets sharing 5 USDC, then a paying customer's brief: delivered, charged once", async () => {
-    const [first, second] = [await wallet(PRICE), await wallet(0n)];
-    const answers = (await Promise.all([flood(first, 30), flood(second, 30)])).flat();
-    expect(answers.filter((a) => a.status === 202).length).toBeLessThanOrEqual(1);
-    expect(answers.filter((a) => a.status === 500)).toEqual([]);
+  it("two wallets passing the same 5 USDC on chain between floods of 30: one job runs, charged once; then a paying customer's brief is delivered and charged once", async () => {
+    let ranBriefs = { requests: 0, briefs: 0 };
+    // Every worker is kept busy on a running brief whose upstream holds its answers, so the floods' jobs
+    // stay queued while the money moves, as they would behind a busy queue.
+    const release = standIns.hold();
+    try {
+      const busy = await wallet(BigInt(WORKERS) * PRICE);
+      const blockers = (await flood(busy, WORKERS)).filter((a) => a.status === 202);
+      expect(blockers).toHaveLength(WORKERS);
+      await until("every worker to run a held-up brief", async () => {
+        const jobs = await Promise.all(blockers.map(async (a) => (await fetch(a.body.statusUrl)).json()));
+        return jobs.every((job) => job.status === "running") && standIns.waiting > 0 ? true : undefined;
+      });
+
+      const [first, second] = [await wallet(PRICE), await wallet(0n)];
+      const fromFirst = await flood(first, 30);
+      await first.send(second.address, PRICE);
+      const fromSecond = await flood(second, 30);
+      await second.send(first.address, PRICE);
+      const answers = [...fromFirst, ...fromSecond];
+      expect(answers.filter((a) => a.status === 500)).toEqual([]);
+      expect(answers.every((a) => [202, 402, 429].includes(a.status))).toBe(true);
+      // Each wallet held the 5 USDC when it fired, so each gets one job accepted, never more: the service
+      // cannot tell that the two wallets share their money, only the check before a job runs can.
+      expect(fromFirst.filter((a) => a.status === 202)).toHaveLength(1);
+      expect(fromSecond.filter((a) => a.status === 202)).toHaveLength(1);
+      for (const a of answers.filter((a) => a.status === 202)) {
+        expect((await (await fetch(a.body.statusUrl)).json()).status).toBe("queued");
+      }
+
+      const upstreamBefore = standIns.requests.length;
+      release();
+      expect(await finish(blockers)).toBe(WORKERS);
+      // One of the floods' jobs ran: the one whose payer holds the money when it is claimed (the first
+      // wallet, which got it back). The other, whose payer no longer covers it, is failed unrun.
+      const jobs = await Promise.all(
+        answers.filter((a) => a.status === 202).map((a) => pollUntilFinished(a.body.statusUrl)),
+      );
+      const delivered = jobs.filter((job) => job.status === "succeeded");
+      expect(delivered).toHaveLength(1);
+      for (const job of jobs.filter((job) => job.status !== "succeeded")) {
+        expect(job.error?.code).toBe("payment_unpayable");
+        expect(job.payment.state).toBe("released");
+      }
+      // On chain: what left the two wallets is exactly what was delivered, once.
+      const spent = PRICE - (await balanceOf(first.address)) - (await balanceOf(second.address));
+      expect(spent).toBe(BigInt(delivered.length) * PRICE);
+      expect(await balanceOf(second.address)).toBe(0n);
+      // In the ledger: the delivered job's payment settled, every other payment of the floods unused.
+      const store = await openStore(service.config.database);
+      try {
+        let settled = 0;
+        for (const a of answers) {
+          const state = (await store.getPayment(paymentKeyOf(a.payment)))?.state;
+          if (state === "settled") settled++;
+          else expect(state === undefined || state === "released").toBe(true);
+        }
+        expect(settled).toBe(delivered.length);
+      } finally {
+        await store.close();
+      }
+      ranBriefs = { requests: standIns.requests.length - upstreamBefore, briefs: WORKERS + delivered.length };
+    } finally {
+      release();
+    }
 
     const customer = createPayer(devPrivateKey(4));
+    const upstreamBefore = standIns.requests.length;
     const before = await balanceOf(customer.address);
     const [answer] = await flood(customer, 1);
     expect(answer?.status).toBe(202);
@@ -129,9 +182,10 @@ describe("floods of held research payments", () => {
     } finally {
       await store.close();
     }
-    // The flood's one job, if any, was paid by the wallet that held the money; nothing else moved.
-    await finish(answers);
-    const spent = PRICE - (await balanceOf(first.address)) - (await balanceOf(second.address));
-    expect(spent === 0n || spent === PRICE).toBe(true);
+    // The jobs failed as unpayable never reached the upstream: the requests made while the held-up briefs
+    // and the floods' jobs ran are those of the briefs that ran, each asking what the customer's asked.
+    const perBrief = standIns.requests.length - upstreamBefore;
+    expect(perBrief).toBeGreaterThan(0);
+    expect(ranBriefs.requests).toBe(ranBriefs.briefs * perBrief);
   });
 });

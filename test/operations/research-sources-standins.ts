@@ -20,6 +20,11 @@ import type { AddressInfo } from "node:net";
  * Every request is recorded (path, query, User-Agent, arrival and answer times) so tests can check
  * the access rules: one request at a time per host, the User-Agent, Crossref's mailto. Each answer
  * waits `delayMs` first, so requests that overlapped would show.
+ *
+ * `hold()` makes both servers keep their answers, as a stalled upstream does, until it is released (an
+ * answer is chosen when it is sent, so an `outage` set meanwhile fails the held requests):
+ * the research jobs that reach them stay running, so a test can keep every worker busy (and the jobs
+ * queued behind them unclaimed) without a switch in the service.
  */
 
 const FIXTURES = new URL("../fixtures/research/", import.meta.url);
@@ -81,6 +86,12 @@ export interface SourceStandIns {
   delayMs: number;
   /** The next N Crossref requests are answered 503. */
   failCrossref: number;
+  /** While true, both servers answer every request 503 (an outage: the briefs asked now fail). */
+  outage: boolean;
+  /** Keeps every answer from now on until the returned function is called (then all are sent). */
+  hold(): () => void;
+  /** How many requests are waiting on a hold now. */
+  readonly waiting: number;
   stop(): Promise<void>;
 }
 
@@ -90,8 +101,17 @@ async function listen(handler: http.RequestListener): Promise<{ server: http.Ser
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
+const UNAVAILABLE = { status: 503, type: "text/html", body: "<html><body>Service Unavailable</body></html>" };
+
 export async function startSourceStandIns(): Promise<SourceStandIns> {
-  const state = { requests: [] as RecordedRequest[], delayMs: 15, failCrossref: 0 };
+  const state = {
+    requests: [] as RecordedRequest[],
+    delayMs: 15,
+    failCrossref: 0,
+    held: undefined as Promise<void> | undefined,
+    waiting: 0,
+    outage: false,
+  };
 
   const serve =
     (
@@ -101,18 +121,27 @@ export async function startSourceStandIns(): Promise<SourceStandIns> {
     (request: http.IncomingMessage, response: http.ServerResponse) => {
       const arrivedAt = performance.now();
       const url = new URL(request.url ?? "/", "http://127.0.0.1");
-      const answer = route(url);
-      setTimeout(() => {
-        state.requests.push({
-          server,
-          path: url.pathname,
-          query: Object.fromEntries(url.searchParams),
-          userAgent: request.headers["user-agent"] ?? "",
-          arrivedAt,
-          answeredAt: performance.now(),
+      const held = state.held;
+      if (held) state.waiting++;
+      const send = () =>
+        setTimeout(() => {
+          const answer = state.outage ? UNAVAILABLE : route(url);
+          state.requests.push({
+            server,
+            path: url.pathname,
+            query: Object.fromEntries(url.searchParams),
+            userAgent: request.headers["user-agent"] ?? "",
+            arrivedAt,
+            answeredAt: performance.now(),
+          });
+          response.writeHead(answer.status, { "content-type": answer.type }).end(answer.body);
+        }, state.delayMs);
+      if (!held) send();
+      else
+        void held.then(() => {
+          state.waiting--;
+          send();
         });
-        response.writeHead(answer.status, { "content-type": answer.type }).end(answer.body);
-      }, state.delayMs);
     };
 
   const json = (body: string) => ({ status: 200, type: "application/json; charset=utf-8", body });
@@ -136,7 +165,7 @@ export async function startSourceStandIns(): Promise<SourceStandIns> {
     serve("crossref", (url) => {
       if (state.failCrossref > 0) {
         state.failCrossref--;
-        return { status: 503, type: "text/html", body: "<html><body>Service Unavailable</body></html>" };
+        return UNAVAILABLE;
       }
       if (url.pathname === "/works" && url.searchParams.has("query")) {
         return json(fixtureText("crossref-works-query-01.json"));
@@ -164,6 +193,26 @@ export async function startSourceStandIns(): Promise<SourceStandIns> {
     },
     set failCrossref(value: number) {
       state.failCrossref = value;
+    },
+    get outage() {
+      return state.outage;
+    },
+    set outage(value: boolean) {
+      state.outage = value;
+    },
+    hold() {
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      state.held = held;
+      return () => {
+        if (state.held === held) state.held = undefined;
+        release();
+      };
+    },
+    get waiting() {
+      return state.waiting;
     },
     async stop() {
       for (const { server } of [wikipedia, crossref]) {

@@ -3,11 +3,19 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { x402ResourceServer } from "@x402/core/server";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
+import { OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
+import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { OPERATIONS } from "../../src/catalog/registry.ts";
 import { loadConfig } from "../../src/config.ts";
 import { paymentRequiredBody } from "../../src/http/x402-v1.ts";
 import { toolTerms } from "../../src/mcp/tool-terms.ts";
+import {
+  DEV_OFFER_RECEIPT_KEY,
+  OfferReceipts,
+  offerReceiptKey,
+} from "../../src/payments/resource-server/offer-receipt.ts";
+import { SignedOffers } from "../../src/payments/resource-server/signed-offers.ts";
 import { buildRouteTerms, MAX_PAYMENT_REQUIRED_BYTES } from "../../src/payments/resource-server/terms.ts";
 import {
   BATCH_SETTLEMENT,
@@ -17,6 +25,7 @@ import {
 
 /** Every registry route's terms, built as `serve` builds them, with and without the voucher offer. */
 const SETTLER = "0x1111111111111111111111111111111111111111";
+const BASE_URL = "https://utility402.payments.example.com";
 
 describe("terms with vouchers on", () => {
   const offer: VoucherOffer = { receiverAuthorizer: SETTLER, withdrawDelay: 86_400, minDeposit: "1000000" };
@@ -30,7 +39,7 @@ describe("terms with vouchers on", () => {
       payTo: "0x4444444444444444444444444444444444444444" as const,
       voucherOffer,
     };
-    return buildRouteTerms(OPERATIONS, settings, "https://utility402.payments.example.com", server);
+    return buildRouteTerms(OPERATIONS, settings, BASE_URL, server);
   };
 
   it("every sync operation and product offers batch-settlement after exact (HTTP v2 and MCP); async keeps exact; v1 exact only", async () => {
@@ -77,6 +86,22 @@ describe("terms with vouchers on", () => {
     const all = await terms({ ...offer, minDeposit: "1" });
     for (const route of all.values()) {
       if (route.voucher) expect(route.voucher.extra.minDeposit).toBe(route.voucher.amount);
+    }
+  });
+
+  it("signed: a route quoting vouchers carries its offers (one per entry) in the body, its header the accepts alone within the budget", async () => {
+    const all = await terms(offer);
+    const key = offerReceiptKey(DEV_OFFER_RECEIPT_KEY, BASE_URL, "eip155:8453");
+    const offers = new SignedOffers(new OfferReceipts(key, true), pino({ level: "silent" }));
+    for (const [name, route] of all) await offers.keep(route, name);
+    for (const [name, route] of all) {
+      expect(route.header.length, name).toBeLessThanOrEqual(MAX_PAYMENT_REQUIRED_BYTES);
+      const inHeader = decodePaymentRequiredHeader(route.header);
+      const signed = route.paymentRequired.extensions?.[OFFER_RECEIPT] as { info: { offers: unknown[] } };
+      expect(signed.info.offers, name).toHaveLength(route.paymentRequired.accepts.length);
+      expect(inHeader.accepts, name).toEqual(route.paymentRequired.accepts);
+      if (route.voucher) expect(inHeader.extensions?.[OFFER_RECEIPT], name).toBeUndefined();
+      else expect(inHeader).toEqual(route.paymentRequired);
     }
   });
 

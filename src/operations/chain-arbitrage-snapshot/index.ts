@@ -81,9 +81,11 @@ export const chainArbitrageSnapshot = defineOperation({
       addresses,
       priorityFeeWei: config.arbitrage.priorityFeeWei,
       feedMaxAgeSeconds: config.arbitrage.feedMaxAgeSeconds,
-      // The local chain mines on demand: its latest block is current however old its timestamp.
-      blockWarnAgeSeconds: quotesLocalChain ? 0 : config.arbitrage.blockWarnAgeSeconds,
-      blockMaxAgeSeconds: quotesLocalChain ? 0 : config.arbitrage.blockMaxAgeSeconds,
+      blockWarnAgeSeconds: config.arbitrage.blockWarnAgeSeconds,
+      blockMaxAgeSeconds: config.arbitrage.blockMaxAgeSeconds,
+      // The local chain mines on demand: its latest block is current however old its timestamp, so
+      // ages are measured against it, not against the service clock.
+      blockAgeReference: quotesLocalChain ? "chain-head" : "service-clock",
       chainId: BASE_CHAIN_ID,
       simulated: quotesLocalChain,
     };

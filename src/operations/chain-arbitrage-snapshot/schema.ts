@@ -51,7 +51,8 @@ export const ChainArbitrageSnapshotRequest = z
         description:
           'How the round trip is sent: "separate" (two swap transactions, each with its own 21,000 ' +
           'intrinsic gas and L1 data fee) or "atomic" (both swaps in one transaction through an executor ' +
-          "contract: one intrinsic gas and one L1 data fee for both calldatas). Default separate.",
+          "contract: one intrinsic gas and one L1 data fee for both calldatas, plus the executor's cold call to " +
+          "each router and its dispatch). Default separate.",
       }),
     blockNumber: z
       .int()
@@ -113,7 +114,8 @@ const RoundTrip = z.object({
   transactions: z.int().min(1).max(2).meta({ description: "2 when execution is separate, 1 when atomic." }),
   gasUnits: z.int().meta({
     description:
-      "separate: both legs' gasUnits; atomic: both legs' gasUnits − 21,000 (one transaction's intrinsic gas).",
+      "separate: both legs' gasUnits; atomic: both legs' gasUnits − 21,000 (one transaction's intrinsic gas) " +
+      "+ 2,600 per router the executor calls (cold, EIP-2929) + 5,000 for the executor's dispatch.",
   }),
   l1FeeWei: decimal(
     "separate: both legs' l1FeeWei; atomic: GasPriceOracle.getL1Fee of one transaction carrying both swaps.",
@@ -160,8 +162,10 @@ export const ChainArbitrageSnapshotResponse = z
     blockTimestamp: z.iso.datetime(),
     blockAgeSeconds: z.int().meta({
       description:
-        "Service clock − blockTimestamp when it quoted (a lagging RPC serves an old `latest`). Above " +
-        "ARBITRAGE_BLOCK_WARN_AGE_SECONDS it is a warning; above ARBITRAGE_BLOCK_MAX_AGE_SECONDS a 502.",
+        "Service clock − blockTimestamp when it quoted (a lagging RPC serves an old `latest`); in local " +
+        "mode the local chain's latest block timestamp − blockTimestamp, as that chain mines on demand. " +
+        "Above ARBITRAGE_BLOCK_WARN_AGE_SECONDS it is a warning; for `latest`, above " +
+        "ARBITRAGE_BLOCK_MAX_AGE_SECONDS a 502.",
     }),
     execution: z.enum(EXECUTIONS),
     pair: z.object({ usdc: address, weth: address }),

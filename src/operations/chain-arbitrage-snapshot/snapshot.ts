@@ -32,16 +32,29 @@ import {
   venue,
 } from "./venues.ts";
 
+export const BLOCK_AGE_REFERENCES = ["service-clock", "chain-head"] as const;
+export type BlockAgeReference = (typeof BLOCK_AGE_REFERENCES)[number];
+
 export interface SnapshotSettings {
   addresses: ChainAddresses;
   /** Added to the block's base fee to price gas (Base's base fee alone does not get a swap included). */
   priorityFeeWei: bigint;
   /** A feed older than this (at the block) is reported in `warnings`. */
   feedMaxAgeSeconds: number;
-  /** A `latest` block older than this (service clock) is reported in `warnings`. */
+  /**
+   * A block older than this is reported in `warnings`: `latest` (the RPC may lag) or a block
+   * requested by number (the answer is the chain as it was then). 0 or unset: not checked.
+   */
   blockWarnAgeSeconds?: number;
   /** A `latest` block older than this is refused (502): the RPC lags. 0 or unset: not checked. */
   blockMaxAgeSeconds?: number;
+  /**
+   * What a block's age is measured against. `service-clock` (default): the service's clock, as a
+   * live chain's head keeps up with it. `chain-head`: the chain's latest block, for a local chain
+   * that mines on demand, whose latest block is current however old its timestamp (so `latest` is
+   * 0 s old and never lags, and a block requested by number is as old as the blocks mined since).
+   */
+  blockAgeReference?: BlockAgeReference;
   /** The chain the addresses belong to: Base, 8453 (the local chain uses the same id). Default 8453. */
   chainId?: number;
   /** The service clock in ms (Date.now). */
@@ -306,6 +319,26 @@ function aggregateEachAlone(
 
 /** Gas of the intrinsic part of a transaction: what one atomic transaction saves on the second swap. */
 const INTRINSIC_GAS = 21_000n;
+/**
+ * EIP-2929's first access of an account in a transaction. A swap sent alone has its router as the
+ * transaction's `to`, warm from the start; in one atomic transaction the executor is `to`, and its
+ * call to each router is the router's first access.
+ */
+export const COLD_ACCOUNT_ACCESS_GAS = 2_600n;
+/**
+ * The executor's own work in one atomic transaction: decoding the two calls, two CALLs and copying
+ * their results back (an estimate from its structure, as SWAP_TX_OVERHEAD_GAS is).
+ */
+export const ATOMIC_EXECUTOR_DISPATCH_GAS = 5_000n;
+
+/**
+ * Gas one atomic transaction adds to the two swaps' own figures, less the second swap's intrinsic
+ * part: a cold call to each router it reaches (one router when both venues share it) and its dispatch.
+ */
+export function atomicExecutorGas(buyRouter: Address, sellRouter: Address): bigint {
+  const routers = buyRouter.toLowerCase() === sellRouter.toLowerCase() ? 1n : 2n;
+  return routers * COLD_ACCOUNT_ACCESS_GAS + ATOMIC_EXECUTOR_DISPATCH_GAS - INTRINSIC_GAS;
+}
 /** Any executor contract: the L1 fee depends on the transaction's bytes only. */
 const SAMPLE_EXECUTOR: Address = "0x7e57e8ec07010e5a3c1b2d4f6a8b9c0d1e2f3a4b";
 const EXECUTOR_ABI = parseAbi(["function multicall(bytes[] data) payable returns (bytes[] results)"]);
@@ -398,9 +431,12 @@ export async function takeSnapshot(
   );
 
   const at: At = requestedBlock === undefined ? { blockTag: "latest" } : { blockNumber: requestedBlock };
-  let [header, first] = await Promise.all([
+  const agedAgainstHead = settings.blockAgeReference === "chain-head" && requestedBlock !== undefined;
+  let [header, first, head] = await Promise.all([
     client.getBlock(at as Parameters<PublicClient["getBlock"]>[0]),
     aggregate(client, multicall3, firstCalls.list, at, input.blockNumber),
+    // In the same batch: the head a pinned block is aged against.
+    agedAgainstHead ? client.getBlock({ blockTag: "latest" }) : undefined,
   ]).catch((error) => {
     throw rpcProblem(error, input.blockNumber);
   });
@@ -427,7 +463,11 @@ export async function takeSnapshot(
   }
   const blockHash = header.hash as Hex;
   const warnings: string[] = [];
-  const blockAgeSeconds = Math.floor((settings.now?.() ?? Date.now()) / 1000) - Number(header.timestamp);
+  const blockAgeSeconds = Number(
+    settings.blockAgeReference === "chain-head"
+      ? (head ?? header).timestamp - header.timestamp
+      : BigInt(Math.floor((settings.now?.() ?? Date.now()) / 1000)) - header.timestamp,
+  );
   const { blockWarnAgeSeconds = 0, blockMaxAgeSeconds = 0 } = settings;
   if (requestedBlock !== undefined && blockWarnAgeSeconds > 0 && blockAgeSeconds > blockWarnAgeSeconds) {
     warnings.push(
@@ -710,7 +750,10 @@ export async function takeSnapshot(
             : `${where}: quotes nothing`;
       return { buyOn, sellOn, size, reason } as const;
     }
-    const gasUnits = swapGas(buy) + swapGas(sell) - (atomic ? INTRINSIC_GAS : 0n);
+    const gasUnits =
+      swapGas(buy) +
+      swapGas(sell) +
+      (atomic ? atomicExecutorGas((venues[t] as Venue).swapTarget, (venues[1 - t] as Venue).swapTarget) : 0n);
     const atomicIndex = atomicL1At[k]?.[t];
     const l1FeeWei = atomic
       ? required(second[atomicIndex as number], "atomic L1 fee (GasPriceOracle)", decodeUint)

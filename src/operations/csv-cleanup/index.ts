@@ -1,6 +1,12 @@
 import { type BodyRequest, defineOperation, type RequestBody } from "../../catalog/operation.ts";
 import { bodyByteLength } from "../../input/parse-input.ts";
-import { defaultPoolSize, OffThreadInput, WorkerPool, workerModule } from "../worker-pool.ts";
+import {
+  defaultPoolSize,
+  OffThreadInput,
+  serviceDeadlines,
+  WorkerPool,
+  workerModule,
+} from "../worker-pool.ts";
 import {
   CSV_BODY_DOC,
   CSV_CLEANUP_JSON_LIMITS,
@@ -26,9 +32,7 @@ export const csvCleanupPool = () => {
     workerUrl: workerModule(import.meta.url, "./worker", "./worker-entry.mjs"),
     size: defaultPoolSize(),
     maxQueued: 32,
-    timeLimitMs: 10_000,
-    queueTimeoutMs: 20_000,
-    startTimeoutMs: 30_000,
+    ...serviceDeadlines({ timeLimitMs: 10_000, queueTimeoutMs: 20_000, startTimeoutMs: 30_000 }),
     maxMemoryMb: 256,
   });
   return pool;

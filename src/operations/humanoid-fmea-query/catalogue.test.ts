@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
-import { actionPriority, aiagVdaActionPriority } from "./action-priority.ts";
+import { AIAG_VDA_SCHEME, actionPriority, aiagVdaActionPriority, PRIORITY_RULE } from "./action-priority.ts";
 import {
   CATALOGUE_URL,
   type CatalogueFile,
@@ -34,7 +34,7 @@ function strings(value: unknown, path = ""): [string, string][] {
 
 describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   it("holds 96 entries (the spec's count) with distinct ids in catalogue order, at least 6 per subsystem", () => {
-    expect(catalogue.version).toBe("2.2.0");
+    expect(catalogue.version).toBe("2.3.0");
     expect(entries).toHaveLength(96);
     expect(new Set(entries.map((e) => e.id)).size).toBe(96);
     const order = (id: string) => {
@@ -51,9 +51,9 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
   });
 
   it("keeps version notes, newest first, that explain every change of entries since 2.0.0", () => {
-    const [latest, previous, ...older] = catalogue.versionNotes;
+    const [latest, secondReview, previous, ...older] = catalogue.versionNotes;
     expect(latest?.version).toBe(catalogue.version);
-    expect([previous, ...older].map((n) => n?.version)).toEqual(["2.1.0", "2.0.0"]);
+    expect([secondReview, previous, ...older].map((n) => n?.version)).toEqual(["2.2.0", "2.1.0", "2.0.0"]);
     const notes = previous?.changes.join(" ") ?? "";
     // 96 kept: the new mode took the place HFM-COM-05 left when it was merged.
     expect(notes).toMatch(/HFM-SW-09/);
@@ -63,12 +63,26 @@ describe("the shipped catalogue (data/humanoid-fmea.json)", () => {
       expect(notes).toContain(id);
     expect(notes).toMatch(/FMEA-MSR/);
     // 2.2.0, the second review: every entry it changed is named in the note.
-    const review = latest?.changes.join(" ") ?? "";
+    const review = secondReview?.changes.join(" ") ?? "";
     for (const id of ["HFM-BAL-08", "HFM-HRI-08", "HFM-HRI-06", "HFM-STR-01", "HFM-NAV-05", "HFM-SAF-08"])
       expect(review).toContain(id);
     for (const id of ["HFM-HRI-01", "HFM-BAL-03", "HFM-ACT-02", "HFM-ACT-06", "HFM-PER-06", "HFM-STR-03"])
       expect(review).toContain(id);
     expect(review).toMatch(/96 entries/);
+    // 2.3.0: every entry whose detection changed is named with its old and new rating.
+    const rerated = latest?.changes.join(" ") ?? "";
+    for (const [id, from, to] of [
+      ["HFM-BAL-03", 4, 6],
+      ["HFM-PER-02", 4, 6],
+      ["HFM-PWR-07", 3, 6],
+      ["HFM-HRI-07", 6, 8],
+      ["HFM-ENV-01", 3, 4],
+    ] as const) {
+      expect(rerated).toContain(`${id} ${from} → ${to}`);
+      expect(entries.find((e) => e.id === id)?.detection, id).toBe(to);
+    }
+    expect(rerated).toMatch(/designVerification/);
+    expect(rerated).toMatch(/effectAfterResponse/);
     const file = copy();
     file.versionNotes = file.versionNotes.slice(1);
     expect(issues(file)).toContain(`versionNotes: the first note is for version ${catalogue.version}`);
@@ -319,6 +333,20 @@ describe("FMEA-MSR: run-time monitors rated on the AIAG-VDA FMEA-MSR factors (S,
         msr.actionPriority = msr.actionPriority === "L" ? "H" : "L";
       }),
     ).toMatch(/msr\/actionPriority/);
+  });
+
+  it("names the rule of every priority in the file: FMEA-MSR's is ours, never the handbook's", () => {
+    expect(catalogue.priorityRules).toEqual({
+      actionPriority: PRIORITY_RULE,
+      actionPriorityAiagVda2019: AIAG_VDA_SCHEME,
+      msrActionPriority: PRIORITY_RULE,
+    });
+    const file = copy();
+    (file.priorityRules as Record<string, string>).msrActionPriority = "AIAG-VDA FMEA-MSR";
+    expect(issues(file).join("\n")).toMatch(/priorityRules\/msrActionPriority/);
+    const unnamed = copy() as Partial<CatalogueFile>;
+    delete unnamed.priorityRules;
+    expect(issues(unnamed).join("\n")).toMatch(/priorityRules/);
   });
 });
 

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import { z } from "zod";
 import {
   ACTION_PRIORITIES,
+  AIAG_VDA_SCHEME,
   actionPriority,
   aiagVdaActionPriority,
   PRIORITY_RULE,
@@ -81,6 +82,29 @@ const Priorities = {
 
 export const ENTRY_ID = /^HFM-[A-Z]{2,3}-(0[1-9]|1[0-2])$/;
 
+/**
+ * What the design-FMEA detection D rests on: the entry's pre-release verification test, by the kind
+ * of method and whether it covers every declared condition (every mode, sensor, channel, gap …) or
+ * a sample of them. A run-time monitor earns nothing here: FMEA-MSR rates it as monitoring M.
+ */
+export const VERIFICATION_METHODS = ["specific-test", "scenario-trials", "review"] as const;
+export const VERIFICATION_COVERAGES = ["every-declared-condition", "sample"] as const;
+export type VerificationMethod = (typeof VERIFICATION_METHODS)[number];
+export type VerificationCoverage = (typeof VERIFICATION_COVERAGES)[number];
+
+/**
+ * The best (lowest) D a design verification supports, on the catalogue's detection scale: 3–4 a
+ * good, specific test of the failure (fault injection, or measurement against a stated limit); 5–6
+ * plausible but not proven (trials sampling open-ended conditions: scenes, surfaces, people,
+ * commands, attacks); 7–8 only by chance (reviews, audits, logged statistics). 1–2 (a proven method)
+ * is not claimed by any entry. A D above the floor is allowed: the rater judged detection weaker.
+ */
+export const DETECTION_FLOOR: Record<VerificationMethod, Record<VerificationCoverage, number>> = {
+  "specific-test": { "every-declared-condition": 3, sample: 4 },
+  "scenario-trials": { "every-declared-condition": 5, sample: 6 },
+  review: { "every-declared-condition": 7, sample: 8 },
+};
+
 /** One failure mode as stored; `FmeaEntrySchema` adds the cross-field checks. */
 export const FmeaEntryFields = z.strictObject({
   id: z.string().regex(ENTRY_ID),
@@ -130,13 +154,13 @@ export const FmeaEntryFields = z.strictObject({
         description:
           "M: how reliably the monitor finds the cause or failure mode in operation and the response reaches the safe state in time: 1 always … 10 not monitored, or a response that comes after the harm.",
       }),
-      effectAfterResponse: Text.optional().meta({
+      effectAfterResponse: Text.meta({
         description:
-          "The most severe effect after the system response, where the response does not prevent the harm (then M is 10).",
+          "The most severe effect that remains once the system response has acted (the FMEA-MSR form's effect after the response); as severe as the effect before it where the response comes after the harm (then M is 10).",
       }),
-      severityAfterResponse: Rating.optional().meta({
+      severityAfterResponse: Rating.meta({
         description:
-          "Severity of effectAfterResponse; equal to the entry's severity when the response comes too late.",
+          "Severity of effectAfterResponse: below the entry's severity where the response limits the harm, equal to it where the response comes too late (M 10).",
       }),
       actionPriority: Priority.meta({
         description: `${PRIORITY_RULE} applied to S, F and M (our rule; the AIAG-VDA FMEA-MSR table is not encoded).`,
@@ -160,6 +184,15 @@ export const FmeaEntryFields = z.strictObject({
     method: Text,
     acceptanceCriteria: Text.regex(MEASURABLE, "a measurable pass criterion: a number with its unit"),
   }),
+  designVerification: z
+    .strictObject({
+      method: z.enum(VERIFICATION_METHODS),
+      coverage: z.enum(VERIFICATION_COVERAGES),
+    })
+    .meta({
+      description:
+        "What the residual detection rests on: the verification test before release, by kind of method and coverage; detection is never better than DETECTION_FLOOR allows for them. Run-time monitors are rated in msr, not here.",
+    }),
   references: z
     .array(
       z.strictObject({
@@ -266,29 +299,32 @@ export const FmeaEntrySchema = FmeaEntryFields.superRefine((entry, ctx) => {
         message: `our rule gives ${ours} for S${entry.severity} F${msr.frequency} M${msr.monitoring}`,
       });
     // A response after which the harm is as severe as before earns no monitoring credit.
-    if ((msr.effectAfterResponse === undefined) !== (msr.severityAfterResponse === undefined))
-      ctx.addIssue({
-        code: "custom",
-        path: ["msr", "severityAfterResponse"],
-        message: "the effect after the response and its severity come together",
-      });
-    if (
-      msr.severityAfterResponse !== undefined &&
-      msr.severityAfterResponse >= entry.severity &&
-      msr.monitoring !== 10
-    )
+    if (msr.severityAfterResponse >= entry.severity && msr.monitoring !== 10)
       ctx.addIssue({
         code: "custom",
         path: ["msr", "monitoring"],
         message: `the response leaves severity ${msr.severityAfterResponse}: it does not limit the harm, so M is 10`,
       });
-    if (msr.monitoring === 10 && msr.severityAfterResponse === undefined)
+    if (msr.monitoring === 10 && msr.severityAfterResponse !== entry.severity)
+      ctx.addIssue({
+        code: "custom",
+        path: ["msr", "severityAfterResponse"],
+        message: `M 10: the response comes too late, so the effect after it is as severe as before (${entry.severity})`,
+      });
+    if (msr.monitoring < 10 && entry.effects.includes(msr.effectAfterResponse))
       ctx.addIssue({
         code: "custom",
         path: ["msr", "effectAfterResponse"],
-        message: "M 10: state the effect after the (too late) response and its severity",
+        message: "a response that limits the harm changes the effect: state what remains after it",
       });
   }
+  const floor = DETECTION_FLOOR[entry.designVerification.method][entry.designVerification.coverage];
+  if (entry.detection < floor)
+    ctx.addIssue({
+      code: "custom",
+      path: ["detection"],
+      message: `${entry.designVerification.method} over ${entry.designVerification.coverage} supports detection ${floor} at best, not ${entry.detection} (run-time monitors are rated in msr.monitoring, not in detection)`,
+    });
 });
 export type FmeaEntry = z.infer<typeof FmeaEntrySchema>;
 
@@ -371,6 +407,16 @@ export const CatalogueFileSchema = z
       .array(z.strictObject({ version: z.string().regex(/^\d+\.\d+\.\d+$/), changes: TextList }))
       .min(1)
       .meta({ description: "What changed in each version, newest first." }),
+    priorityRules: z
+      .strictObject({
+        actionPriority: z.literal(PRIORITY_RULE),
+        actionPriorityAiagVda2019: z.literal(AIAG_VDA_SCHEME),
+        msrActionPriority: z.literal(PRIORITY_RULE),
+      })
+      .meta({
+        description:
+          "The rule behind each priority field, by name: msr.actionPriority is our rule over S, F and M (the AIAG-VDA FMEA-MSR table is not encoded).",
+      }),
   })
   .superRefine((file, ctx) => {
     if (file.versionNotes[0]?.version !== file.version)

@@ -1,5 +1,13 @@
+import fs from "node:fs";
 import { describe, expect, it } from "vitest";
-import { type FmeaEntry, loadCatalogue } from "./catalogue.ts";
+import {
+  CATALOGUE_URL,
+  type CatalogueFile,
+  DETECTION_FLOOR,
+  type FmeaEntry,
+  loadCatalogue,
+  parseCatalogue,
+} from "./catalogue.ts";
 
 /**
  * Checks that run over every entry and every string in it, so that a new entry, or a new sentence
@@ -415,5 +423,121 @@ describe("monitoring that relies on people reacting is rated 8 or 9, as the scal
     expect(alerting.map((e) => e.id)).toEqual(["HFM-STR-09", "HFM-COM-02", "HFM-COM-07"]);
     const off = alerting.filter((e) => (e.msr?.monitoring ?? 0) < 8 || (e.msr?.monitoring ?? 0) > 9);
     expect(off.map((e) => `${e.id} M${e.msr?.monitoring}`)).toEqual([]);
+  });
+});
+
+/**
+ * FMEA-MSR rates a run-time monitor as monitoring M; the design FMEA's detection D rates only what
+ * finds the failure before release. D rests on the entry's verification test (designVerification:
+ * its kind and coverage) and is never better than DETECTION_FLOOR allows for them.
+ */
+describe("detection D rests on the pre-release verification alone, for every entry", () => {
+  const raw = JSON.parse(fs.readFileSync(CATALOGUE_URL, "utf8")) as CatalogueFile;
+  const floorOf = (e: FmeaEntry) =>
+    DETECTION_FLOOR[e.designVerification.method][e.designVerification.coverage];
+
+  it("no entry's detection is better than its verification supports, monitored or not", () => {
+    const better = entries.filter((e) => e.detection < floorOf(e));
+    expect(better.map((e) => `${e.id} D${e.detection} < ${floorOf(e)}`)).toEqual([]);
+    expect(entries.filter((e) => e.msr).length).toBe(82);
+  });
+
+  it("claims coverage of every declared condition only where the test says every, all or each", () => {
+    const claimed = entries.filter((e) => e.designVerification.coverage === "every-declared-condition");
+    expect(claimed.length).toBeGreaterThan(0);
+    const unsupported = claimed.filter((e) => !/\b(every|all|each)\b/i.test(e.verificationTest.method));
+    expect(unsupported.map((e) => e.id)).toEqual([]);
+  });
+
+  it("refuses, for each entry in turn, a detection one better than its verification supports", () => {
+    let refused = 0;
+    raw.entries.forEach((entry, index) => {
+      const floor = floorOf(entry);
+      if (floor === 1) return;
+      const file = structuredClone(raw);
+      (file.entries[index] as FmeaEntry).detection = floor - 1;
+      expect(() => parseCatalogue(file), entry.id).toThrow(
+        new RegExp(`entries/${index}/detection: .*supports detection ${floor} at best`),
+      );
+      refused++;
+    });
+    expect(refused).toBe(96);
+  });
+
+  it("rates the monitor in M and not in D: removing every monitor's rating leaves every detection valid", () => {
+    const file = structuredClone(raw);
+    for (const e of file.entries) delete (e as Partial<FmeaEntry>).msr;
+    const parsed = parseCatalogue(file);
+    expect(parsed.entries.map((e) => e.detection)).toEqual(entries.map((e) => e.detection));
+  });
+});
+
+/**
+ * The FMEA-MSR form records the most severe effect after the system response. Every monitored
+ * entry states it from its own content: what its own response leaves, below its severity where the
+ * response limits the harm, as severe as before where it comes too late (M 10).
+ */
+describe("every monitored entry states the effect after its response", () => {
+  const monitored = entries.filter((e): e is FmeaEntry & { msr: NonNullable<FmeaEntry["msr"]> } => !!e.msr);
+  const normal = (text: string) =>
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, " ")
+      .trim();
+  const STOP = new Set(
+    "about after again before being could every from into other robot robots still their there these they this those until when where which while with without within".split(
+      " ",
+    ),
+  );
+  const words = (text: string) =>
+    new Set(
+      normal(text)
+        .split(" ")
+        .filter((w) => w.length >= 5 && !STOP.has(w)),
+    );
+
+  it("is stated, with its severity, on all 82", () => {
+    const missing = monitored.filter((e) => !e.msr.effectAfterResponse || !e.msr.severityAfterResponse);
+    expect(missing.map((e) => e.id)).toEqual([]);
+    expect(monitored).toHaveLength(82);
+  });
+
+  it("differs from every original effect and lowers the severity where the response limits the harm", () => {
+    const wrong = monitored
+      .filter((e) => e.msr.monitoring < 10)
+      .filter(
+        (e) =>
+          e.msr.severityAfterResponse >= e.severity ||
+          e.effects.some((effect) => {
+            const [before, after] = [normal(effect), normal(e.msr.effectAfterResponse)];
+            return before === after || before.includes(after);
+          }),
+      );
+    expect(wrong.map((e) => `${e.id} S${e.severity} S'${e.msr.severityAfterResponse}`)).toEqual([]);
+  });
+
+  it("keeps the severity where the response comes too late (M 10)", () => {
+    const late = monitored.filter((e) => e.msr.monitoring === 10);
+    expect(late.length).toBeGreaterThan(0);
+    expect(late.filter((e) => e.msr.severityAfterResponse !== e.severity).map((e) => e.id)).toEqual([]);
+  });
+
+  it("comes from the entry's own content, not a shared filler: no two alike, each naming its own response and harm", () => {
+    const seen = new Map<string, string>();
+    const repeated = monitored.filter((e) => {
+      const key = normal(e.msr.effectAfterResponse);
+      const first = seen.get(key);
+      seen.set(key, first ?? e.id);
+      return first !== undefined;
+    });
+    expect(repeated.map((e) => e.id)).toEqual([]);
+    const unrelated = monitored.filter((e) => {
+      const after = words(e.msr.effectAfterResponse);
+      const shared = (text: string) => [...words(text)].filter((w) => after.has(w)).length;
+      // Something of what its response does, and something of the failure and harm it answers.
+      const failure = [e.failureMode, ...e.effects, e.hazard.description].join(" ");
+      return shared(e.msr.systemResponse) < 1 || shared(failure) < 1;
+    });
+    expect(unrelated.map((e) => e.id)).toEqual([]);
   });
 });

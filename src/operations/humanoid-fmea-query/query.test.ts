@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { SUBSYSTEMS } from "./catalogue.ts";
 import { CATALOGUE, type FmeaQuery, standardMatches } from "./query.ts";
 import { HumanoidFmeaQueryRequest, HumanoidFmeaQueryResponse } from "./schema.ts";
+import { tokenize } from "./search.ts";
 
 /** Runs a request body the way the service does: validated (defaults applied), then queried. */
 const run = (body: Record<string, unknown>) => {
@@ -218,7 +219,7 @@ describe("ranking", () => {
 describe("every answer", () => {
   it("names the catalogue version and, per item, both priority schemes with initial and residual ratings", () => {
     for (const body of [{}, { text: "fall" }, { subsystem: "power", offset: 90 }]) {
-      expect(run(body).catalogueVersion).toBe("2.2.0");
+      expect(run(body).catalogueVersion).toBe("2.3.0");
     }
     const item = run({ ids: ["HFM-BAL-07"] }).items[0];
     expect(item).toMatchObject({
@@ -299,10 +300,9 @@ describe("FMEA-MSR beside the design FMEA", () => {
       expect(item.operationalRating, item.id).toBe(
         item.msr && item.msr.monitoring < 10 ? "FMEA-MSR" : "DFMEA",
       );
-      // D still credits the monitor that M rates again: every answer says so (review 2.1.0, point 5).
-      expect(item.detectionBasis, item.id).toBe(
-        item.msr ? "provisional-credits-run-time-monitor" : "design-verification",
-      );
+      // Since 2.3.0 D rests on the pre-release verification alone, monitored or not; M rates the monitor.
+      expect(item.detectionBasis, item.id).toBe("design-verification");
+      expect(item.designVerification, item.id).toBeDefined();
     }
     const monitored = run({ ids: ["HFM-BAL-07"] }).items[0];
     expect(monitored).toMatchObject({
@@ -313,6 +313,33 @@ describe("FMEA-MSR beside the design FMEA", () => {
     expect(monitored?.detectionControls).toContain(monitored?.msr?.monitor);
     expect(run({ ids: ["HFM-HRI-07"] }).items[0]).toMatchObject({ operationalRating: "DFMEA" });
     expect(run({ ids: ["HFM-HRI-07"] }).items[0]).not.toHaveProperty("msr");
+  });
+
+  it("finds an entry by its effect after the response only where that response comes too late (M 10)", () => {
+    // A word of the effect after the response that no other field of the entry holds: a search for
+    // it finds the entry through that text alone.
+    const own = (entry: (typeof entries)[number]) => {
+      const { msr, ...rest } = entry;
+      const elsewhere = new Set(
+        tokenize(JSON.stringify({ ...rest, msr: { ...msr, effectAfterResponse: "" } })),
+      );
+      return (msr?.effectAfterResponse ?? "").split(/[^A-Za-z]+/).filter((word) => {
+        const terms = tokenize(word, "query");
+        return terms.length > 0 && terms.every((term) => !elsewhere.has(term));
+      });
+    };
+    let checked = 0;
+    let late = 0;
+    for (const entry of entries.filter((e) => e.msr)) {
+      const word = own(entry)[0];
+      if (!word) continue;
+      const found = ids({ text: word }).includes(entry.id);
+      expect(found, `${entry.id} "${word}"`).toBe(entry.msr?.monitoring === 10);
+      checked++;
+      if (entry.msr?.monitoring === 10) late++;
+    }
+    expect(checked).toBeGreaterThan(30);
+    expect(late).toBeGreaterThan(0);
   });
 });
 

@@ -40,11 +40,10 @@ export type FmeaItem = Omit<FmeaEntry, "safetyFunctions"> & {
 export const OPERATIONAL_RATINGS = ["FMEA-MSR", "DFMEA"] as const;
 
 /**
- * What the residual detection D rests on. For entries with a run-time monitor it still credits that
- * monitor, which `msr.monitoring` rates again (counted twice): provisional until D is re-rated from
- * pre-release design verification alone.
+ * What the residual detection D rests on: since catalogue 2.3.0 the pre-release design verification
+ * alone for every entry (`designVerification`), a run-time monitor being rated in `msr.monitoring`.
  */
-export const DETECTION_BASES = ["design-verification", "provisional-credits-run-time-monitor"] as const;
+export const DETECTION_BASES = ["design-verification"] as const;
 export type DetectionBasis = (typeof DETECTION_BASES)[number];
 
 /** A monitor governs operation only if its response limits the harm (M below 10). */
@@ -76,7 +75,12 @@ function searchableFields(entry: FmeaEntry, functions: ReadonlyMap<string, Safet
     { text: entry.preventionControls.join(" "), weight: 1 },
     { text: entry.detectionControls.join(" "), weight: 1 },
     {
-      text: entry.msr ? `${entry.msr.systemResponse} ${entry.msr.effectAfterResponse ?? ""}` : "",
+      // The effect after a response is a harm still to find only where the response comes too late
+      // (M 10); elsewhere it mostly names harms averted ("does not fall"), which would match searches
+      // for those harms.
+      text: entry.msr
+        ? `${entry.msr.systemResponse} ${entry.msr.monitoring === 10 ? entry.msr.effectAfterResponse : ""}`
+        : "",
       weight: 1,
     },
     { text: `${entry.verificationTest.method} ${entry.verificationTest.acceptanceCriteria}`, weight: 1 },
@@ -192,7 +196,7 @@ export class FmeaCatalogue {
         ...entry,
         priorityRule: PRIORITY_RULE,
         operationalRating: governedByMonitor(doc) ? "FMEA-MSR" : "DFMEA",
-        detectionBasis: doc.msr ? "provisional-credits-run-time-monitor" : "design-verification",
+        detectionBasis: "design-verification",
         rpn: doc.severity * doc.occurrence * doc.detection,
         ...(score === undefined ? {} : { score }),
       };

@@ -84,7 +84,7 @@ describe("the operation", () => {
   it("documents a real answer as its example", () => {
     const output = humanoidFmeaQuery.example.output as { items: { id: string }[] };
     expect(output.items.map((i) => i.id)).toEqual(["HFM-BAL-07"]);
-    expect(output).toMatchObject({ catalogueVersion: "2.2.0" });
+    expect(output).toMatchObject({ catalogueVersion: "2.3.0" });
     expect(HumanoidFmeaQueryResponse.safeParse(output).success).toBe(true);
   });
 });

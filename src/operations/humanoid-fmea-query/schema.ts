@@ -118,7 +118,7 @@ const FmeaItem = FmeaEntryFields.extend({
   }),
   detectionBasis: z.enum(DETECTION_BASES).meta({
     description:
-      "What the residual `detection` rests on: design verification, or, for entries with `msr`, provisional: it still credits the run-time monitor that `msr.monitoring` rates again, until re-rated from pre-release verification alone.",
+      "What the residual `detection` rests on: the pre-release design verification (`designVerification`) for every entry; a run-time monitor is rated in `msr.monitoring`, never in `detection`.",
   }),
   safetyFunctions: z.array(SafetyFunctionSchema).min(1).optional().meta({
     description:

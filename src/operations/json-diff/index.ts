@@ -1,6 +1,12 @@
 import { type BodyRequest, defineOperation, type RequestBody } from "../../catalog/operation.ts";
 import { bodyByteLength } from "../../input/parse-input.ts";
-import { defaultPoolSize, OffThreadInput, WorkerPool, workerModule } from "../worker-pool.ts";
+import {
+  defaultPoolSize,
+  OffThreadInput,
+  serviceDeadlines,
+  WorkerPool,
+  workerModule,
+} from "../worker-pool.ts";
 import { jsonDiff as diffDocuments } from "./json-diff.ts";
 import { JSON_DIFF_BODY_LIMITS, readJsonDiffRequest } from "./read-request.ts";
 import { type JsonDiffInput, JsonDiffRequest, JsonDiffResponse } from "./schema.ts";
@@ -24,9 +30,7 @@ export const jsonDiffPool = () => {
     workerUrl: workerModule(import.meta.url, "./worker", "./worker-entry.mjs"),
     size: defaultPoolSize(),
     maxQueued: 16,
-    timeLimitMs: 20_000,
-    queueTimeoutMs: 20_000,
-    startTimeoutMs: 30_000,
+    ...serviceDeadlines({ timeLimitMs: 20_000, queueTimeoutMs: 20_000, startTimeoutMs: 30_000 }),
     maxMemoryMb: 768,
   });
   return pool;

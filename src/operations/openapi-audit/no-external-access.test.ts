@@ -9,6 +9,7 @@ import { Document, type RulesetDefinition, Spectral } from "@stoplight/spectral-
 import SpectralParsers from "@stoplight/spectral-parsers";
 import { oas } from "@stoplight/spectral-rulesets";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withTestDeadlines } from "../../../test/helpers/pool-deadlines.ts";
 import { auditDocument } from "./audit.ts";
 import type { ContractDocument } from "./contract.ts";
 import { AuditPool } from "./pool.ts";
@@ -228,7 +229,7 @@ describe("openapi-audit reads nothing but the contract", () => {
   });
 
   it("in the worker pool: zero connections and the FIFO never opened", async () => {
-    const pool = new AuditPool({ size: 1 });
+    const pool = withTestDeadlines(() => new AuditPool({ size: 1 }));
     try {
       const { contract, external } = contractFullOfRefs();
       const before = connections;

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { withTestDeadlines } from "../../../test/helpers/pool-deadlines.ts";
 import { sampleContract } from "../../../test/helpers/sample-openapi-contract.ts";
 import { Problem } from "../../problem.ts";
 import { type AuditJob, auditDocument } from "./audit.ts";
 import type { ContractDocument } from "./contract.ts";
 import { openapiAudit, runAudit } from "./index.ts";
-import { AuditPool, type AuditPoolOptions, closeSharedAuditPool } from "./pool.ts";
+import { AuditPool, type AuditPoolOptions, closeSharedAuditPool, sharedAuditPool } from "./pool.ts";
 import { OpenApiAuditRequest } from "./schema.ts";
 
 const FAKE_WORKER = new URL("../../../test/helpers/audit-workers/fake-worker.mjs", import.meta.url);
@@ -12,7 +13,7 @@ const BROKEN_WORKER = new URL("../../../test/helpers/audit-workers/broken-worker
 
 const pools: AuditPool[] = [];
 const pool = (options: Partial<AuditPoolOptions> = {}) => {
-  const created = new AuditPool(options);
+  const created = withTestDeadlines(() => new AuditPool(options));
   pools.push(created);
   return created;
 };
@@ -71,6 +72,7 @@ describe("AuditPool with the real audit worker", () => {
   });
 
   it("runs the operation's handler through the shared pool", async () => {
+    withTestDeadlines(sharedAuditPool);
     try {
       const input = OpenApiAuditRequest.parse(openapiAudit.example.input);
       expect(await runAudit(input)).toEqual(openapiAudit.example.output);

@@ -1,6 +1,12 @@
 import os from "node:os";
 import { invalidRequest } from "../../problem.ts";
-import { WorkerPool, type WorkerPoolOptions, type WorkerPoolVariant, workerModule } from "../worker-pool.ts";
+import {
+  serviceDeadlines,
+  WorkerPool,
+  type WorkerPoolOptions,
+  type WorkerPoolVariant,
+  workerModule,
+} from "../worker-pool.ts";
 import type { AuditJob } from "./audit.ts";
 import type { OpenApiAuditOutput } from "./schema.ts";
 
@@ -12,15 +18,15 @@ const SIZE = Math.min(4, Math.max(2, os.availableParallelism() - 1));
 /** Audits one payer may run at once: all workers but one (at least one), so another payer always has one. */
 const runningPerPayer = (size: number) => Math.max(1, size - 1);
 
+const AUDIT_DEADLINES = { timeLimitMs: 15_000, queueTimeoutMs: 20_000, startTimeoutMs: 30_000 };
+
 export const DEFAULT_AUDIT_POOL_OPTIONS: AuditPoolOptions = {
   size: SIZE,
   maxQueued: 32,
   // One payer never holds every worker: at least one stays for the others (served in turn).
   maxRunningPerClient: runningPerPayer(SIZE),
   maxQueuedPerClient: 8,
-  timeLimitMs: 15_000,
-  queueTimeoutMs: 20_000,
-  startTimeoutMs: 30_000,
+  ...AUDIT_DEADLINES,
   maxMemoryMb: 512,
   workerUrl: workerModule(import.meta.url, "./worker", "./worker-entry.mjs"),
 };
@@ -63,6 +69,7 @@ export class AuditPool extends WorkerPool<AuditJob, OpenApiAuditOutput> {
       {
         name: "audit",
         ...DEFAULT_AUDIT_POOL_OPTIONS,
+        ...serviceDeadlines(AUDIT_DEADLINES),
         maxRunningPerClient: runningPerPayer(size),
         ...options,
       },

@@ -10,6 +10,7 @@ import type { TokenBalances } from "../settler/token-balances.ts";
 import { jobDeadline } from "./job-payment.ts";
 import type { KindServices } from "./kind-services.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
+import type { OfferReceipts } from "./offer-receipt.ts";
 import { PAYMENT_KINDS, type PaymentKind } from "./operation-kinds.ts";
 import {
   type GateOutcome,
@@ -62,6 +63,8 @@ export class PaymentGate {
     answers: KeptAnswers;
     /** Chain access to resolve unknown settlements; absent in facilitator mode without RPC_URL. */
     authorizations?: AuthorizationChecker;
+    /** Signs each settlement's receipt (offer-receipt.ts); absent: settlements carry none. */
+    receipts?: OfferReceipts;
     /** Epoch milliseconds; injectable so tests can move past leases and replay windows. */
     now?: () => number;
     /** How long one settlement may wait for its receipt; leases cover two of them. */

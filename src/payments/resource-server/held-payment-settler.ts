@@ -1,4 +1,5 @@
 import type { x402ResourceServer } from "@x402/core/server";
+import type { SettleResponse } from "@x402/core/types";
 import type { Logger } from "pino";
 import type { Job } from "../../jobs/queue.ts";
 import type { Metrics } from "../../metrics.ts";
@@ -6,6 +7,7 @@ import type { PaymentCompletion, PaymentRecord, Store } from "../../store/store.
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { countFinalState } from "./final-state-metrics.ts";
 import { deadlinePassed, jobDeadline, paymentRefused, SETTLE_MARGIN_MS, settleHeld } from "./job-payment.ts";
+import type { OfferReceipts } from "./offer-receipt.ts";
 import type { KeptAnswers } from "./paid-request.ts";
 import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
 import { SweepLoop } from "./sweep-loop.ts";
@@ -30,6 +32,11 @@ export interface HeldPaymentSettlerOptions {
   authorizations: AuthorizationChecker;
   /** How long one settlement may wait for its receipt. */
   settlementTimeoutMs: number;
+  /**
+   * Signs the receipt of a job's payment when it is settled (offer-receipt.ts), for the resource its
+   * operation is sold at; absent: none.
+   */
+  receipts?: { issuer: OfferReceipts; resourceUrlOf: (operationId: string) => string };
   now?: () => number;
 }
 
@@ -235,7 +242,7 @@ export class HeldPaymentSettler {
 
   private async settled(record: PaymentRecord, job: Job, transaction: string): Promise<HeldOutcome> {
     const { store, log } = this.options;
-    const receipt = onChainReceipt(record, transaction);
+    const receipt = await this.receipted(onChainReceipt(record, transaction), record);
     const outcome = record.outcome ? this.options.answers.withReceipt(record.outcome, receipt) : undefined;
     // Ledger first, then the result is shown: a crash in between is finished by the next look.
     await this.complete(record, { state: "settled", txHash: transaction }, outcome);
@@ -251,6 +258,21 @@ export class HeldPaymentSettler {
       "job delivered, its held payment settled",
     );
     return "settled";
+  }
+
+  /** The settlement with its signed receipt; money has moved, so a signing failure leaves the receipt out. */
+  private async receipted(settlement: SettleResponse, record: PaymentRecord): Promise<SettleResponse> {
+    const { receipts, log } = this.options;
+    if (!receipts) return settlement;
+    try {
+      return await receipts.issuer.withReceipt(settlement, receipts.resourceUrlOf(record.operationId));
+    } catch (error) {
+      log.error(
+        { err: error, paymentKey: record.paymentKey },
+        "settled, but its receipt could not be signed",
+      );
+      return settlement;
+    }
   }
 
   private async refused(

@@ -67,6 +67,10 @@ const settledNow: PaymentKind = {
 /** A download: settled now, its answer bound to its first caller, resumable once sold. */
 const download: PaymentKind = {
   ...settledNow,
+  expiredReplay:
+    "this download's payment was already used and is no longer replayed (it is public on chain): do not pay " +
+    "again; sign in with the paying wallet instead (a SIGN-IN-WITH-X header on the same GET, x402 " +
+    "sign-in-with-x) to download the product again without paying",
   keep: (answer, request) => (request.client ? { ...answer, firstCaller: sha256(request.client) } : answer),
   soldDownload: (state) => state === "settled",
 };
@@ -98,7 +102,9 @@ const heldForJob: PaymentKind = {
   expiredReplay:
     "this payment's job was accepted and has ended: do not pay again; its 202 (jobId, Location) is replayed " +
     "while the payment is held and for two minutes after it was settled or released, not later, because a " +
-    "settled payment is public on chain; the job's result is at GET /v1/jobs/{jobId} of that 202",
+    "settled payment is public on chain, so a replay of it proves nothing; the job's result is at " +
+    "GET /v1/jobs/{jobId} of that 202, and a lost jobId is recovered by signing in with the paying wallet: " +
+    "GET /v1/jobs with a SIGN-IN-WITH-X header (x402 sign-in-with-x) lists that wallet's jobs",
 };
 
 export const PAYMENT_KINDS: Readonly<Record<OperationKind, PaymentKind>> = {

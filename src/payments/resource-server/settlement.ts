@@ -8,6 +8,7 @@ import { isUnconfirmedSettlement } from "../settlement-reasons.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { countFinalState } from "./final-state-metrics.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
+import type { OfferReceipts } from "./offer-receipt.ts";
 import { type KeptAnswers, type PaymentContext, paymentsUnavailable } from "./paid-request.ts";
 import type { PaymentFacts, PaymentIdentity } from "./payment-identity.ts";
 import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
@@ -23,6 +24,8 @@ export interface SettlementOptions {
   leases: LeaseKeeper;
   /** Chain access to resolve unknown settlements; absent in facilitator mode without RPC_URL. */
   authorizations?: AuthorizationChecker;
+  /** Signs each settlement's receipt (offer-receipt.ts); absent: settlements carry none. */
+  receipts?: OfferReceipts;
   now: () => number;
 }
 
@@ -91,10 +94,8 @@ export class Settlement {
         identity.facts,
         context,
         "settled",
-        this.options.answers.withReceipt(answer, settlement),
-        {
-          txHash: settlement.transaction,
-        },
+        this.options.answers.withReceipt(answer, await this.receipted(settlement, context)),
+        { txHash: settlement.transaction },
       );
     }
     if (isUnconfirmedSettlement(settlement.errorReason)) {
@@ -156,7 +157,7 @@ export class Settlement {
         return this.keepOpen(facts);
       case "settled": {
         context.log.info({ transaction: verdict.transaction }, "payment found settled on chain");
-        const receipt = onChainReceipt(facts, verdict.transaction);
+        const receipt = await this.receipted(onChainReceipt(facts, verdict.transaction), context);
         const delivered =
           answer ??
           Problem.of(
@@ -192,6 +193,21 @@ export class Settlement {
           error: "expired unsettled",
         });
       }
+    }
+  }
+
+  /**
+   * The settlement with its signed receipt for the resource the payment was presented to. Money has moved:
+   * a receipt that cannot be signed is logged and left out, never a reason to withhold the answer.
+   */
+  private async receipted(settlement: SettleResponse, context: PaymentContext): Promise<SettleResponse> {
+    const { receipts } = this.options;
+    if (!receipts) return settlement;
+    try {
+      return await receipts.withReceipt(settlement, context.terms.paymentRequired.resource.url);
+    } catch (error) {
+      context.log.error({ err: error }, "settled, but its receipt could not be signed");
+      return settlement;
     }
   }
 

@@ -11,9 +11,11 @@ import { paymentIdentifierDeclaration } from "./payment-identifier-extension.ts"
 /**
  * The largest PAYMENT-REQUIRED header a route may have. nginx (and most proxies) read all of a
  * response's headers into one 4 KB buffer by default; the rest of a 402's headers (CORS, request id,
- * content type, a rejection reason of at most 200 characters) take under 1 KB.
+ * content type) take under 1 KB, a rejection's reason (at most 266 characters) about 360 bytes more.
+ * 2800 before signed offers; each route's EIP-712 offer takes about 700 more (offer-receipt.ts), and
+ * clinical-trials-query with its dataset loaded came to 3052 with a 22-character BASE_URL.
  */
-export const MAX_PAYMENT_REQUIRED_BYTES = 2800;
+export const MAX_PAYMENT_REQUIRED_BYTES = 3100;
 
 export interface PaymentSettings {
   network: `${string}:${string}`;
@@ -28,7 +30,10 @@ export interface PaymentSettings {
   voucherOffer?: VoucherOffer;
 }
 
-/** The static payment terms of one route: built once at start, since they never change per request. */
+/**
+ * The payment terms of one route: built once at start, since they never change per request. With signed
+ * offers (signed-offers.ts) `paymentRequired` and `header` are replaced, together, as the offers are renewed.
+ */
 export interface PaymentTerms {
   /** The `exact` quote: what x402 v1 clients and the async operations are offered. */
   requirements: PaymentRequirements;
@@ -211,6 +216,24 @@ export function compactBazaarDeclaration(operation: AnyOperation): Record<string
   return { bazaar: { ...declared, schema: { ...declared.schema, properties } } };
 }
 
+/** The encoded PAYMENT-REQUIRED header, refused (naming the route) when it outgrows MAX_PAYMENT_REQUIRED_BYTES. */
+export function checkedPaymentRequiredHeader(
+  name: string,
+  paymentRequired: PaymentRequired,
+  baseUrl: string,
+): string {
+  // baseUrl: what the operator can shorten (the resource URL, in every header twice with signed offers).
+  const header = encodePaymentRequiredHeader(paymentRequired);
+  if (header.length > MAX_PAYMENT_REQUIRED_BYTES) {
+    throw new Error(
+      `${name}: its PAYMENT-REQUIRED header is ${header.length} bytes (at most ${MAX_PAYMENT_REQUIRED_BYTES}, ` +
+        `so that every response's headers fit a proxy's 4 KB buffer; BASE_URL is ${baseUrl.length} characters of it): ` +
+        "shorten BASE_URL, or the operation's summary or example.briefInput",
+    );
+  }
+  return header;
+}
+
 /** Every operation's terms (routeQuotes tells the quotes of routes at the same price apart), by id. */
 export async function buildRouteTerms(
   operations: readonly AnyOperation[],
@@ -266,14 +289,7 @@ export async function buildPaymentTerms(
     ),
     context,
   );
-  const header = encodePaymentRequiredHeader(paymentRequired);
-  if (header.length > MAX_PAYMENT_REQUIRED_BYTES) {
-    throw new Error(
-      `${operation.id}: its PAYMENT-REQUIRED header is ${header.length} bytes (at most ${MAX_PAYMENT_REQUIRED_BYTES}, ` +
-        `so that every response's headers fit a proxy's 4 KB buffer; BASE_URL is ${baseUrl.length} characters of it): ` +
-        "shorten BASE_URL, or the operation's summary or example.briefInput",
-    );
-  }
+  const header = checkedPaymentRequiredHeader(operation.id, paymentRequired, baseUrl);
   const discovery = resourceServer.enrichExtensions(bazaarDeclaration(operation), context);
   return {
     requirements,

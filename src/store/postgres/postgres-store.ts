@@ -6,6 +6,7 @@ import type {
   HeldAdmission,
   HeldAuthorization,
   NewPayment,
+  PayerPaymentsQuery,
   PaymentCompletion,
   PaymentCounts,
   PaymentIdentifierClaim,
@@ -513,6 +514,25 @@ export class PostgresStore implements Store {
       "UPDATE cache_entries SET load_owner = NULL, load_until = 0 WHERE key = $1 AND load_owner = $2",
       [key, owner],
     );
+  }
+
+  async paymentsOfPayer(query: PayerPaymentsQuery): Promise<PaymentRecord[]> {
+    const { rows } = await this.pool.query<PaymentRow>(
+      `SELECT *, amount::text AS amount FROM payments
+       WHERE payer = $1 AND operation_id = ANY($2::text[]) AND state = ANY($3::text[])
+       ORDER BY created_at DESC, payment_key LIMIT $4`,
+      [query.payer.toLowerCase(), query.operationIds, query.states, query.limit],
+    );
+    return rows.map(toRecord);
+  }
+
+  async useSignInNonce(nonce: string, keepUntil: number, now: number): Promise<boolean> {
+    await this.pool.query("DELETE FROM sign_in_nonces WHERE keep_until < $1", [now]);
+    const result = await this.pool.query(
+      "INSERT INTO sign_in_nonces (nonce, keep_until) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING",
+      [nonce, keepUntil],
+    );
+    return result.rowCount === 1;
   }
 
   async close(): Promise<void> {

@@ -231,6 +231,18 @@ export const SQLITE_MIGRATIONS: Migration[] = [
   },
   {
     version: 11,
+    name: "sign-in-with-x: the nonces used, and a payer's payments by operation",
+    sql: `
+      CREATE TABLE sign_in_nonces (
+        nonce      TEXT PRIMARY KEY,
+        keep_until INTEGER NOT NULL
+      );
+      CREATE INDEX sign_in_nonces_keep_until ON sign_in_nonces (keep_until);
+      CREATE INDEX payments_payer_operation ON payments (payer, operation_id, created_at);
+    `,
+  },
+  {
+    version: 12,
     name: "voucher channels (x402 batch-settlement) and their ledger of voucher-paid calls",
     sql: `
       CREATE TABLE voucher_channels (

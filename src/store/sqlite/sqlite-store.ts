@@ -8,6 +8,7 @@ import type {
   HeldAdmission,
   HeldAuthorization,
   NewPayment,
+  PayerPaymentsQuery,
   PaymentCompletion,
   PaymentCounts,
   PaymentIdentifierClaim,
@@ -191,6 +192,10 @@ export class SqliteStore implements Store {
         "UPDATE cache_entries SET load_owner = NULL, load_until = 0 WHERE key = ? AND load_owner = ?",
       ),
       releaseSettler: this.db.prepare("DELETE FROM settler_claims WHERE account = ? AND instance_id = ?"),
+      useSignInNonce: this.db.prepare(
+        "INSERT INTO sign_in_nonces (nonce, keep_until) VALUES (?, ?) ON CONFLICT (nonce) DO NOTHING",
+      ),
+      expireSignInNonces: this.db.prepare("DELETE FROM sign_in_nonces WHERE keep_until < ?"),
     };
     this.jobs = new SqliteJobQueue(this.db, options.now);
     this.vouchers = new SqliteVoucherChannels(this.db);
@@ -398,6 +403,25 @@ export class SqliteStore implements Store {
 
   async releaseCacheLoad(key: string, owner: string): Promise<void> {
     this.statements.releaseCacheLoad.run(key, owner);
+  }
+
+  async paymentsOfPayer(query: PayerPaymentsQuery): Promise<PaymentRecord[]> {
+    if (query.operationIds.length === 0 || query.states.length === 0) return [];
+    const marks = (values: readonly unknown[]) => values.map(() => "?").join(", ");
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM payments WHERE payer = ? AND operation_id IN (${marks(query.operationIds)})
+           AND state IN (${marks(query.states)}) ORDER BY created_at DESC, payment_key LIMIT ?`,
+      )
+      .all(query.payer.toLowerCase(), ...query.operationIds, ...query.states, query.limit) as PaymentRow[];
+    return rows.map(toRecord);
+  }
+
+  async useSignInNonce(nonce: string, keepUntil: number, now: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      this.statements.expireSignInNonces.run(now);
+      return this.statements.useSignInNonce.run(nonce, keepUntil).changes === 1;
+    })();
   }
 
   async close(): Promise<void> {
