@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { x402ResourceServer } from "@x402/core/server";
+import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
 import type { Hono } from "hono";
@@ -44,6 +44,7 @@ import { createAuthorizationChecker } from "./payments/settler/authorization-sta
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
 import { createTokenBalances } from "./payments/settler/token-balances.ts";
+import { VoucherGate } from "./payments/vouchers/voucher-gate.ts";
 import { resolveVoucherOffer } from "./payments/vouchers/voucher-offer.ts";
 import type { VoucherOffer } from "./payments/vouchers/voucher-terms.ts";
 import { Problem } from "./problem.ts";
@@ -138,7 +139,14 @@ export async function startService(
     settlementJournal.registerMetrics(metrics.registry);
     const payments = startPayments(
       start,
-      { store, metrics, resourceServer, chainRpc: chain.rpcUrl, receipts: offers?.receipts },
+      {
+        store,
+        metrics,
+        resourceServer,
+        chainRpc: chain.rpcUrl,
+        receipts: offers?.receipts,
+        ...(vouchers.offer ? { voucherFacilitator: backend.facilitator } : {}),
+      },
       operations,
       termsById,
     );
@@ -428,11 +436,23 @@ function startPayments(
     resourceServer: x402ResourceServer;
     chainRpc?: string;
     receipts?: OfferReceipts;
+    /** The facilitator that verifies and settles vouchers, when the terms offer them. */
+    voucherFacilitator?: FacilitatorClient;
   },
   operations: readonly AnyOperation[],
   termsById: ReadonlyMap<string, PaymentTerms>,
 ): Payments {
-  const { store, metrics, resourceServer, chainRpc, receipts } = parts;
+  const { store, metrics, resourceServer, chainRpc, receipts, voucherFacilitator } = parts;
+  const vouchers =
+    voucherFacilitator &&
+    new VoucherGate({
+      facilitator: voucherFacilitator,
+      store: store.vouchers,
+      answers: x402HttpAnswers,
+      // A call holds its channel while its deposit lands and its handler runs: never taken over while live.
+      leaseMs: config.http.requestTimeoutMs + config.payment.settlementTimeoutMs,
+      now: clock ?? Date.now,
+    });
   const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
   const gate = new PaymentGate({
     resourceServer,
@@ -446,6 +466,7 @@ function startPayments(
     maxHeldPerPayer: config.jobs.maxHeldPerPayer,
     ...(chainRpc ? { balances: createTokenBalances(chainRpc) } : {}),
     log: log.child({ component: "payments" }),
+    ...(vouchers ? { vouchers } : {}),
   });
   shutdown.push("payment leases", () => gate.leases.stop());
   // Payments whose owner stopped (a crash) are resolved from the chain without waiting for the client.

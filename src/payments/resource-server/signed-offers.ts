@@ -5,6 +5,16 @@ import type { Logger } from "pino";
 import type { OfferReceipts } from "./offer-receipt.ts";
 import { checkedPaymentRequiredHeader, type PaymentTerms } from "./terms.ts";
 
+/**
+ * The terms as a route's PAYMENT-REQUIRED header carries them: without the signed offers when they also
+ * quote vouchers (see SignedOffers.keep), whole otherwise.
+ */
+export function headerPaymentRequired(terms: PaymentTerms): PaymentRequired {
+  if (!terms.voucher || !terms.paymentRequired.extensions?.[OFFER_RECEIPT]) return terms.paymentRequired;
+  const { [OFFER_RECEIPT]: _offers, ...extensions } = terms.paymentRequired.extensions;
+  return { ...terms.paymentRequired, extensions };
+}
+
 /** How often the kept terms are looked at for offers past half their validity. */
 const REFRESH_INTERVAL_MS = 5_000;
 

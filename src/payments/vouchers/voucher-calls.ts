@@ -34,8 +34,17 @@ export interface VoucherCall {
   requestId: string;
   /** The terms' amount: charged in full on success (every price here is fixed). */
   price: string;
-  /** The voucher's signature and the channel on chain (the facilitator's verify, or a local check). */
-  verify(channel: ChannelRecord): Promise<VoucherVerdict>;
+  /**
+   * The voucher's signature and the channel on chain (the facilitator's verify, or a local check against
+   * `channel`'s mirrored state). Undefined `channel`: the store has no row for it yet, and none is made
+   * for a payload this refuses (anyone can sign configs of channels that do not exist).
+   */
+  verify(channel: ChannelRecord | undefined): Promise<VoucherVerdict>;
+  /**
+   * A deposit payload's deposit, sent on chain under the channel's lease once the voucher is known to
+   * follow, before the handler runs: the channel's state after it, or why it failed (nothing charged).
+   */
+  deposit?(): Promise<VoucherVerdict>;
   run(): Promise<HandlerResult>;
 }
 
@@ -76,6 +85,11 @@ export class VoucherCalls {
       return { kind: "refused", reason: "invalid_batch_settlement_evm_voucher_payload" };
     }
     const store = this.options.store;
+    let first: VoucherVerdict | undefined;
+    if (!(await store.getChannel(call.channelId))) {
+      first = await call.verify(undefined);
+      if (!first.valid) return { kind: "refused", reason: first.reason };
+    }
     const owner = randomUUID();
     const now = this.now();
     const start = await store.beginCall({
@@ -109,7 +123,22 @@ export class VoucherCalls {
         await release();
         return { kind: "mismatch", channel };
       }
-      const verdict = await call.verify(channel);
+      // Verified before its row was made, and no other call has mirrored the chain since: that verdict stands.
+      let verdict = first && channel.onchain === null ? first : await call.verify(channel);
+      if (verdict.valid && call.deposit) {
+        if (channel.chargedCumulativeAmount === null) {
+          // The baseline before the deposit: the voucher must follow it before any money moves.
+          if (!(await store.syncOnchain(call.channelId, owner, verdict.onchain, verdict.syncedAt))) {
+            return { kind: "lost" };
+          }
+          channel = (await store.getChannel(call.channelId)) as ChannelRecord;
+          if (!follows(channel.chargedCumulativeAmount as string, call)) {
+            await release();
+            return { kind: "mismatch", channel };
+          }
+        }
+        verdict = await call.deposit();
+      }
       if (!verdict.valid) {
         await release();
         return { kind: "refused", reason: verdict.reason };

@@ -1,0 +1,122 @@
+/**
+ * Vouchers end to end on the local chain with the official clients only: `@x402/fetch` with @x402/evm's
+ * batch-settlement client scheme (registered alone, so it picks the batch-settlement entry) pays a sync
+ * operation N times through one channel. The chain sees one deposit and no transfer per call; the ledger
+ * has one row per delivered call; the client's own channel state follows the server's (PAYMENT-RESPONSE).
+ */
+
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import { toClientEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme, InMemoryClientChannelStorage } from "@x402/evm/batch-settlement/client";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { createPublicClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BATCH_SETTLEMENT_ADDRESS, batchSettlementAbi } from "../../src/chain/batch-settlement.ts";
+import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
+import { jsonDiff } from "../../src/operations/json-diff/index.ts";
+import { unitConvert } from "../../src/operations/unit-convert/index.ts";
+import { openStore } from "../../src/store/open-store.ts";
+import type { Store } from "../../src/store/store.ts";
+import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
+
+const CALLS = 12;
+
+describe("vouchers through the official @x402/fetch batch-settlement client", () => {
+  let service: TestService;
+  let ledger: Store;
+  let balanceOf: ReturnType<typeof usdcBalances>;
+
+  beforeAll(async () => {
+    service = await startTestService({ X402_VOUCHERS: "on" }, { operations: [unitConvert, jsonDiff] });
+    balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
+    ledger = await openStore(service.config.database);
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    await service?.stop();
+  });
+
+  it(`${CALLS} paid calls through one channel: one deposit, no transfer per call, a ledger row each`, async () => {
+    const rpcUrl = service.localChain?.rpcUrl as string;
+    const publicClient = createPublicClient({ transport: http(rpcUrl), pollingInterval: 50 });
+    const account = privateKeyToAccount(devPrivateKey(6));
+    const storage = new InMemoryClientChannelStorage();
+    const client = new x402Client().register(
+      service.config.payment.network,
+      new BatchSettlementEvmScheme(toClientEvmSigner(account, publicClient as never), { storage }),
+    );
+    const pay = wrapFetchWithPayment(fetch, client);
+    const url = `${service.url}${unitConvert.path}`;
+    const input = unitConvert.example.input;
+
+    const unpaid = await fetch(url, jsonInit(input));
+    expect(unpaid.status).toBe(402);
+    const quote = decodePaymentRequiredHeader(unpaid.headers.get("payment-required") as string).accepts.find(
+      (entry) => entry.scheme === "batch-settlement",
+    );
+    if (!quote) throw new Error("no batch-settlement entry in the 402");
+    const price = BigInt(quote.amount);
+    const payerBefore = await balanceOf(account.address);
+    const payToBefore = await balanceOf(service.payTo);
+    const blockBefore = await publicClient.getBlockNumber();
+
+    const responses = [];
+    for (let i = 0; i < CALLS; i++) {
+      const answer = await pay(url, jsonInit(input));
+      const body = await answer.text();
+      expect(answer.status, body).toBe(200);
+      responses.push(decodePaymentResponseHeader(answer.headers.get("payment-response") as string));
+    }
+
+    // The PAYMENT-RESPONSE of each call: the charge and the channel's cumulative after it.
+    responses.forEach((settled, i) => {
+      expect(settled).toMatchObject({ success: true, amount: quote.amount });
+      expect(settled.extra).toMatchObject({
+        chargedAmount: quote.amount,
+        channelState: { chargedCumulativeAmount: String(price * BigInt(i + 1)) },
+      });
+    });
+    const first = responses[0]?.extra as { channelState: { channelId: string } } | undefined;
+    if (!first) throw new Error("no PAYMENT-RESPONSE");
+    const channelId = first.channelState.channelId;
+
+    // On chain: one deposit (the payer's USDC went into the channel once); payTo received nothing per call.
+    const [balance, totalClaimed] = (await publicClient.readContract({
+      address: BATCH_SETTLEMENT_ADDRESS,
+      abi: batchSettlementAbi,
+      functionName: "channels",
+      args: [channelId],
+    })) as [bigint, bigint];
+    expect(totalClaimed).toBe(0n);
+    expect(await balanceOf(account.address)).toBe(payerBefore - balance);
+    expect(await balanceOf(service.payTo)).toBe(payToBefore);
+    let transactions = 0;
+    for (let block = blockBefore + 1n; block <= (await publicClient.getBlockNumber()); block++) {
+      transactions += (await publicClient.getBlock({ blockNumber: block })).transactions.length;
+    }
+    expect(transactions).toBe(1);
+
+    // The ledger: one row per delivered call, cumulative by the price; the channel charged in total.
+    const charges = await ledger.vouchers.charges(channelId);
+    expect(charges.map((charge) => charge.cumulative)).toEqual(
+      Array.from({ length: CALLS }, (_, i) => String(price * BigInt(i + 1))),
+    );
+    expect(charges.every((charge) => charge.operationId === unitConvert.id && charge.door === "http")).toBe(
+      true,
+    );
+    const channel = await ledger.vouchers.getChannel(channelId);
+    expect(channel?.chargedCumulativeAmount).toBe(String(price * BigInt(CALLS)));
+    expect(channel?.onchain?.balance).toBe(String(balance));
+    // The client's own state agrees with the server's.
+    expect((await storage.get(channelId.toLowerCase()))?.chargedCumulativeAmount).toBe(
+      String(price * BigInt(CALLS)),
+    );
+  });
+});
+
+const jsonInit = (body: unknown): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+});
