@@ -5,12 +5,22 @@
  * has one row per delivered call; the client's own channel state follows the server's (PAYMENT-RESPONSE).
  */
 
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from "@x402/core/http";
 import { toClientEvmSigner } from "@x402/evm";
-import { BatchSettlementEvmScheme, InMemoryClientChannelStorage } from "@x402/evm/batch-settlement/client";
+import {
+  BatchSettlementEvmScheme,
+  computeChannelId,
+  InMemoryClientChannelStorage,
+  signVoucher,
+} from "@x402/evm/batch-settlement/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { createPublicClient, http } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BATCH_SETTLEMENT_ADDRESS, batchSettlementAbi } from "../../src/chain/batch-settlement.ts";
 import { devPrivateKey } from "../../src/chain/dev-accounts.ts";
@@ -113,7 +123,128 @@ describe("vouchers through the official @x402/fetch batch-settlement client", ()
       String(price * BigInt(CALLS)),
     );
   });
+
+  it("a client that lost its channel state gets the corrective 402 and recovers from it, charged once", async () => {
+    const { pay } = officialClient(devPrivateKey(7));
+    const url = `${service.url}${unitConvert.path}`;
+    const input = unitConvert.example.input;
+    let channelId = "";
+    let charged = 0n;
+    for (let i = 0; i < 3; i++) {
+      const answer = await pay(url, jsonInit(input));
+      expect(answer.status).toBe(200);
+      const settled = decodePaymentResponseHeader(answer.headers.get("payment-response") as string);
+      const state = (
+        settled.extra as { channelState: { channelId: string; chargedCumulativeAmount: string } }
+      ).channelState;
+      channelId = state.channelId;
+      charged = BigInt(state.chargedCumulativeAmount);
+    }
+    const price = charged / 3n;
+    // The same wallet, a fresh client: it reads the chain (nothing claimed yet) and signs a voucher at one
+    // price; the service answers the corrective 402 and the client signs the next voucher from it.
+    const sent: string[] = [];
+    const recording: typeof fetch = async (request, init) => {
+      const header = paymentSignatureOf(request, init);
+      if (header) sent.push(header);
+      return fetch(request, init);
+    };
+    const fresh = officialClient(devPrivateKey(7));
+    const answer = await wrapFetchWithPayment(recording, fresh.client)(url, jsonInit(input));
+    expect(answer.status, await answer.clone().text()).toBe(200);
+    const ceilings = sent.map(
+      (header) =>
+        (decodePaymentSignatureHeader(header).payload as { voucher: { maxClaimableAmount: string } }).voucher
+          .maxClaimableAmount,
+    );
+    expect(ceilings).toEqual([String(price), String(charged + price)]);
+    const channel = await ledger.vouchers.getChannel(channelId);
+    expect(channel?.chargedCumulativeAmount).toBe(String(charged + price));
+    expect(await ledger.vouchers.charges(channelId)).toHaveLength(4);
+  });
+
+  it("refuses a voucher signed by another key and a voucher on a channel never funded, charging nothing and keeping no row", async () => {
+    const { pay, storage, publicClient } = officialClient(devPrivateKey(8));
+    const url = `${service.url}${unitConvert.path}`;
+    const input = unitConvert.example.input;
+    expect((await pay(url, jsonInit(input))).status).toBe(200);
+
+    // The client's next payment, its voucher re-signed by a stranger's key.
+    const sent: string[] = [];
+    const capture: typeof fetch = async (request, init) => {
+      const header = paymentSignatureOf(request, init);
+      if (header) sent.push(header);
+      return new Response(null, { status: 599 });
+    };
+    const { client } = officialClient(devPrivateKey(8), storage);
+    await wrapFetchWithPayment(async (request, init) => {
+      const header = paymentSignatureOf(request, init);
+      return header ? capture(request, init) : fetch(request, init);
+    }, client)(url, jsonInit(input));
+    const payment = decodePaymentSignatureHeader(sent[0] as string);
+    const voucher = (payment.payload as { voucher: { channelId: `0x${string}`; maxClaimableAmount: string } })
+      .voucher;
+    const stranger = toClientEvmSigner(privateKeyToAccount(generatePrivateKey()), publicClient as never);
+    const forged = await signVoucher(
+      stranger,
+      voucher.channelId,
+      voucher.maxClaimableAmount,
+      payment.accepted.network,
+    );
+    const chargedBefore = (await ledger.vouchers.getChannel(voucher.channelId.toLowerCase()))
+      ?.chargedCumulativeAmount;
+    const refused = await fetch(url, {
+      ...jsonInit(input),
+      headers: {
+        "content-type": "application/json",
+        "payment-signature": encodePaymentSignatureHeader({
+          ...payment,
+          payload: { ...payment.payload, voucher: { ...voucher, signature: forged.signature } },
+        }),
+      },
+    });
+    expect(refused.status).toBe(402);
+    expect(((await refused.json()) as { reason: string }).reason).toBe(
+      "invalid_batch_settlement_evm_voucher_signature",
+    );
+    expect((await ledger.vouchers.getChannel(voucher.channelId.toLowerCase()))?.chargedCumulativeAmount).toBe(
+      chargedBefore,
+    );
+
+    // A voucher on a channel of another salt, never deposited to: the facilitator finds no balance; no row is kept.
+    const salt = `0x${"ab".repeat(32)}` as const;
+    const unfunded = officialClient(devPrivateKey(8), undefined, salt);
+    const config = unfunded.scheme.buildChannelConfig(payment.accepted);
+    const id = computeChannelId(config, payment.accepted.network).toLowerCase();
+    await unfunded.storage.set(id, { chargedCumulativeAmount: "0", balance: "100000000", totalClaimed: "0" });
+    const answer = await unfunded.pay(url, jsonInit(input));
+    expect(answer.status).toBe(402);
+    expect(await ledger.vouchers.getChannel(id)).toBeUndefined();
+  });
+
+  /** The official client: @x402/fetch with the batch-settlement scheme alone, on its own channel storage. */
+  function officialClient(
+    privateKey: `0x${string}`,
+    storage = new InMemoryClientChannelStorage(),
+    salt?: `0x${string}`,
+  ) {
+    const rpcUrl = service.localChain?.rpcUrl as string;
+    const publicClient = createPublicClient({ transport: http(rpcUrl), pollingInterval: 50 });
+    const account = privateKeyToAccount(privateKey);
+    const scheme = new BatchSettlementEvmScheme(toClientEvmSigner(account, publicClient as never), {
+      storage,
+      ...(salt ? { salt } : {}),
+    });
+    const client = new x402Client().register(service.config.payment.network, scheme);
+    return { pay: wrapFetchWithPayment(fetch, client), client, scheme, storage, publicClient, account };
+  }
 });
+
+/** The PAYMENT-SIGNATURE of a request as @x402/fetch sends it (a Request) or as a test does (init). */
+const paymentSignatureOf = (request: Parameters<typeof fetch>[0], init?: RequestInit) =>
+  (typeof request === "object" && "headers" in request ? request.headers : new Headers(init?.headers)).get(
+    "payment-signature",
+  );
 
 const jsonInit = (body: unknown): RequestInit => ({
   method: "POST",
