@@ -18,6 +18,7 @@ const STORE_SENSITIVE = [
   "test/x402-v1/payment-identifier.e2e.test.ts",
   "test/mcp/mcp.e2e.test.ts",
   "test/sign-in.e2e.test.ts",
+  "test/vouchers/vouchers.e2e.test.ts",
 ];
 
 /**
