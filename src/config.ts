@@ -65,6 +65,9 @@ const SERVICE_VARIABLES = {
     z.string().regex(/^[1-9][0-9]{0,37}$/, "must be a positive whole number of atomic units"),
   ).default("1000000"),
   X402_VOUCHER_RECEIVER_AUTHORIZER: optional(address),
+  X402_VOUCHER_CLAIM_INTERVAL_MS: optional(z.coerce.number().int().min(1000).max(86_400_000)).default(
+    600_000,
+  ),
   X402_FACILITATOR_URL: optional(httpUrl),
   X402_FACILITATOR_AUTH_HEADER: optional(
     z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"),
@@ -245,6 +248,8 @@ export interface VoucherSettings {
    * and self modes, the facilitator's declared one in facilitator mode.
    */
   receiverAuthorizer?: `0x${string}`;
+  /** How often the vouchers answered and not yet claimed are claimed and settled to payTo (and at shutdown). */
+  claimIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -398,6 +403,7 @@ function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyo
         withdrawDelaySeconds: e.X402_VOUCHER_WITHDRAW_DELAY_SECONDS,
         minDeposit: e.X402_VOUCHER_MIN_DEPOSIT,
         receiverAuthorizer: e.X402_VOUCHER_RECEIVER_AUTHORIZER as `0x${string}` | undefined,
+        claimIntervalMs: e.X402_VOUCHER_CLAIM_INTERVAL_MS,
       },
     },
     offerReceipt: {

@@ -44,6 +44,7 @@ import { createAuthorizationChecker } from "./payments/settler/authorization-sta
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
 import { createTokenBalances } from "./payments/settler/token-balances.ts";
+import { channelClaimedReader, VoucherClaimer } from "./payments/vouchers/voucher-claimer.ts";
 import { VoucherGate } from "./payments/vouchers/voucher-gate.ts";
 import { resolveVoucherOffer } from "./payments/vouchers/voucher-offer.ts";
 import type { VoucherOffer } from "./payments/vouchers/voucher-terms.ts";
@@ -469,6 +470,21 @@ function startPayments(
     ...(vouchers ? { vouchers } : {}),
   });
   shutdown.push("payment leases", () => gate.leases.stop());
+  const voucherQuote = [...termsById.values()].find((terms) => terms.voucher)?.voucher;
+  if (voucherFacilitator && voucherQuote && chainRpc) {
+    const claimer = new VoucherClaimer({
+      store: store.vouchers,
+      facilitator: voucherFacilitator,
+      quote: voucherQuote,
+      claimedOnChain: channelClaimedReader(chainRpc),
+      intervalMs: config.payment.vouchers.claimIntervalMs,
+      log: log.child({ component: "voucher-claimer" }),
+    });
+    claimer.start();
+    // Pushed before the public listener: its last claim runs once the listener drained the calls in flight.
+    shutdown.push("voucher claimer", () => claimer.stop());
+    void claimer.claimAll();
+  }
   // Payments whose owner stopped (a crash) are resolved from the chain without waiting for the client.
   if (authorizations) {
     const recovery = new RecoverySweeper({

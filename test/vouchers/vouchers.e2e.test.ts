@@ -240,6 +240,59 @@ describe("vouchers through the official @x402/fetch batch-settlement client", ()
   }
 });
 
+describe("the claimer: vouchers answered are claimed and settled to payTo", () => {
+  let service: TestService;
+  let ledger: Store;
+  afterAll(async () => {
+    await ledger?.close();
+    await service?.stop();
+  });
+
+  it("payTo's balance rises by exactly the sum of the delivered charges; the chain shows them claimed", async () => {
+    service = await startTestService(
+      { X402_VOUCHERS: "on", X402_VOUCHER_CLAIM_INTERVAL_MS: "1000" },
+      { operations: [unitConvert] },
+    );
+    ledger = await openStore(service.config.database);
+    const rpcUrl = service.localChain?.rpcUrl as string;
+    const balanceOf = usdcBalances(rpcUrl);
+    const publicClient = createPublicClient({ transport: http(rpcUrl), pollingInterval: 50 });
+    const account = privateKeyToAccount(devPrivateKey(5));
+    const client = new x402Client().register(
+      service.config.payment.network,
+      new BatchSettlementEvmScheme(toClientEvmSigner(account, publicClient as never), {
+        storage: new InMemoryClientChannelStorage(),
+      }),
+    );
+    const pay = wrapFetchWithPayment(fetch, client);
+    const payToBefore = await balanceOf(service.payTo);
+    const url = `${service.url}${unitConvert.path}`;
+    let channelId = "";
+    for (let i = 0; i < 5; i++) {
+      const answer = await pay(url, jsonInit(unitConvert.example.input));
+      expect(answer.status).toBe(200);
+      const settled = decodePaymentResponseHeader(answer.headers.get("payment-response") as string);
+      channelId = (settled.extra as { channelState: { channelId: string } }).channelState.channelId;
+    }
+    const charges = await ledger.vouchers.charges(channelId);
+    const delivered = charges.reduce((sum, charge) => sum + BigInt(charge.amount), 0n);
+    expect(charges).toHaveLength(5);
+    // The claimer's timer (1 s) claims and settles, maybe in more than one round (one may have run between
+    // the calls): wait until all of it arrived, never past it (a hang guard, not a timing assertion).
+    for (let tries = 0; (await balanceOf(service.payTo)) < payToBefore + delivered && tries < 600; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await balanceOf(service.payTo)).toBe(payToBefore + delivered);
+    const [, totalClaimed] = (await publicClient.readContract({
+      address: BATCH_SETTLEMENT_ADDRESS,
+      abi: batchSettlementAbi,
+      functionName: "channels",
+      args: [channelId as `0x${string}`],
+    })) as [bigint, bigint];
+    expect(totalClaimed).toBe(delivered);
+  });
+});
+
 /** The PAYMENT-SIGNATURE of a request as @x402/fetch sends it (a Request) or as a test does (init). */
 const paymentSignatureOf = (request: Parameters<typeof fetch>[0], init?: RequestInit) =>
   (typeof request === "object" && "headers" in request ? request.headers : new Headers(init?.headers)).get(
