@@ -19,6 +19,7 @@ const STORE_SENSITIVE = [
   "test/mcp/mcp.e2e.test.ts",
   "test/sign-in.e2e.test.ts",
   "test/vouchers/vouchers.e2e.test.ts",
+  "test/vouchers/vouchers-mcp.e2e.test.ts",
 ];
 
 /**
