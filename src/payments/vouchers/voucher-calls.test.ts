@@ -222,6 +222,7 @@ function describeOnStores(name: string, open: () => Promise<Instances>) {
       | { kind: "retryLost"; channel: number; instance: 0 | 1 }
       | { kind: "replayOld"; channel: number; back: number; instance: 0 | 1 }
       | { kind: "forge"; channel: number; price: bigint }
+      | { kind: "unfunded"; price: bigint; instance: 0 | 1 }
       | {
           kind: "concurrent";
           channel: number;
@@ -263,6 +264,10 @@ function describeOnStores(name: string, open: () => Promise<Instances>) {
         arbitrary: fc.record({ kind: fc.constant("forge" as const), channel: channelIndex, price }),
       },
       {
+        weight: 1,
+        arbitrary: fc.record({ kind: fc.constant("unfunded" as const), price, instance }),
+      },
+      {
         weight: 2,
         arbitrary: fc.record({
           kind: fc.constant("concurrent" as const),
@@ -302,8 +307,29 @@ function describeOnStores(name: string, open: () => Promise<Instances>) {
             };
           });
           const balanceOf = (i: number) => balance[i] as bigint;
+          // Channels no deposit ever funded (anyone can sign configs): refused, and never given a row.
+          const unfunded: string[] = [];
 
           for (const s of steps) {
+            if (s.kind === "unfunded") {
+              const channelId = freshChannel();
+              unfunded.push(channelId);
+              const spec = {
+                channelId,
+                max: s.price.toString(),
+                requestHash: `q${++requests}`,
+                price: s.price,
+              };
+              const outcome = await (calls[s.instance] as VoucherCalls).call(voucherCall(chain, spec));
+              expect(outcome.kind).toBe("refused");
+              for (const id of unfunded) {
+                expect(
+                  await instances.stores[0].vouchers.getChannel(id),
+                  "no row for an unfunded channel",
+                ).toBe(undefined);
+              }
+              continue;
+            }
             const ch = model[s.channel] as (typeof model)[number];
             const charged = ch.baseline + ch.delivered;
             const record = (spec: CallSpec, outcome: Awaited<ReturnType<VoucherCalls["call"]>>) => {
