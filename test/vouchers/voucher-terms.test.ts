@@ -17,6 +17,7 @@ import {
 } from "../../src/payments/resource-server/offer-receipt.ts";
 import { SignedOffers } from "../../src/payments/resource-server/signed-offers.ts";
 import { buildRouteTerms, MAX_PAYMENT_REQUIRED_BYTES } from "../../src/payments/resource-server/terms.ts";
+import { corrective } from "../../src/payments/vouchers/voucher-gate.ts";
 import {
   BATCH_SETTLEMENT,
   offersVouchers,
@@ -102,6 +103,37 @@ describe("terms with vouchers on", () => {
       expect(inHeader.accepts, name).toEqual(route.paymentRequired.accepts);
       if (route.voucher) expect(inHeader.extensions?.[OFFER_RECEIPT], name).toBeUndefined();
       else expect(inHeader).toEqual(route.paymentRequired);
+    }
+  });
+
+  it("the corrective 402's PAYMENT-REQUIRED (channel and voucher state at their largest) leaves room for the other headers", async () => {
+    const all = await terms(offer);
+    const key = offerReceiptKey(DEV_OFFER_RECEIPT_KEY, BASE_URL, "eip155:8453");
+    const offers = new SignedOffers(new OfferReceipts(key, true), pino({ level: "silent" }));
+    for (const [name, route] of all) await offers.keep(route, name);
+    const uint128 = ((1n << 128n) - 1n).toString();
+    const sizes: Record<string, number> = {};
+    for (const [name, route] of all) {
+      if (!route.voucher) continue;
+      const problem = corrective(route, {
+        channelId: `0x${"ab".repeat(32)}`,
+        network: "eip155:8453",
+        config: {} as never,
+        chargedCumulativeAmount: uint128,
+        signedMaxClaimable: uint128,
+        signature: `0x${"cd".repeat(65)}`,
+        onchain: {
+          balance: uint128,
+          totalClaimed: uint128,
+          withdrawRequestedAt: 4_102_444_800,
+          refundNonce: uint128,
+        },
+        onchainSyncedAt: 0,
+        lastRequestAt: 0,
+      });
+      sizes[name] = (problem.headers["PAYMENT-REQUIRED"] as string).length;
+      // The rejection budget of test/hardening/headers.test.ts: 4 KB less 700 bytes for the other headers.
+      expect(sizes[name], name).toBeLessThanOrEqual(4096 - 700);
     }
   });
 

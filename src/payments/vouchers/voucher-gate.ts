@@ -229,8 +229,11 @@ const refusalMessage = (reason: string): string =>
  * old voucher). Its batch-settlement entry carries the channel as the service knows it (channelState)
  * and the latest voucher it holds (voucherState), from which the official client resumes.
  */
-function corrective(terms: PaymentTerms, channel: ChannelRecord): Problem {
-  const base = headerPaymentRequired(terms);
+export function corrective(terms: PaymentTerms, channel: ChannelRecord): Problem {
+  // Without the extensions (the Bazaar declaration, the identifier's): the client recovers from the
+  // batch-settlement entry and pays again from the terms it first read, and with the channel and voucher
+  // state the whole header would outgrow a proxy's 4 KB buffer (3,400 bytes at their largest).
+  const { extensions: _extensions, ...base } = headerPaymentRequired(terms);
   const paymentRequired: PaymentRequired = {
     ...base,
     error: CUMULATIVE_AMOUNT_MISMATCH,
