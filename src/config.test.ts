@@ -269,5 +269,15 @@ describe("research and job settings", () => {
     ).toEqual([
       "OFFER_RECEIPT_SIGNING_KEY: must not be X402_SETTLER_PRIVATE_KEY (a key of its own signs offers and receipts)",
     ]);
+    // The development key is in the sources: outside local mode anyone could sign receipts in the service's name.
+    expect(
+      problemsOf({
+        ...facilitator,
+        OFFER_RECEIPT_SIGNING_KEY: DEV_OFFER_RECEIPT_KEY.toUpperCase().replace("0X", "0x"),
+      }),
+    ).toEqual([
+      "OFFER_RECEIPT_SIGNING_KEY: must not be the development key outside local mode (it is public: anyone could sign offers and receipts with it)",
+    ]);
+    expect(problemsOf({ OFFER_RECEIPT_SIGNING_KEY: DEV_OFFER_RECEIPT_KEY })).toEqual([]);
   });
 });

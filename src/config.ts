@@ -333,6 +333,11 @@ function serviceProblems(
       "OFFER_RECEIPT_SIGNING_KEY: must not be X402_SETTLER_PRIVATE_KEY (a key of its own signs offers and receipts)",
     );
   }
+  if (mode !== "local" && e.OFFER_RECEIPT_SIGNING_KEY?.toLowerCase() === DEV_OFFER_RECEIPT_KEY) {
+    problems.push(
+      "OFFER_RECEIPT_SIGNING_KEY: must not be the development key outside local mode (it is public: anyone could sign offers and receipts with it)",
+    );
+  }
   if (e.HEALTH_PORT !== undefined && e.HEALTH_PORT === e.PORT) {
     problems.push(`HEALTH_PORT: must differ from PORT (${e.PORT}); it is a second listener for the probes`);
   }

@@ -35,6 +35,7 @@ import {
   offerReceiptKey,
   type PublishedSigner,
   publishedSigner,
+  receiptedSettlement,
 } from "./payments/resource-server/offer-receipt.ts";
 import { holdsPayment } from "./payments/resource-server/operation-kinds.ts";
 import { RecoverySweeper } from "./payments/resource-server/recovery-sweeper.ts";
@@ -516,14 +517,13 @@ function startPayments(
     authorizations,
     log: heldLog,
     settlementTimeoutMs: config.payment.settlementTimeoutMs,
-    ...(receipts
-      ? {
-          receipts: {
-            issuer: receipts,
-            resourceUrlOf: (operationId: string) => config.baseUrl + operationPath(operations, operationId),
-          },
-        }
-      : {}),
+    receipted: (settlement, record) =>
+      receiptedSettlement(
+        receipts,
+        settlement,
+        config.baseUrl + operationPath(operations, record.operationId),
+        heldLog.child({ paymentKey: record.paymentKey }),
+      ),
     now: clock,
   });
   heldPayments.start();

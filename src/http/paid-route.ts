@@ -103,11 +103,19 @@ export function paidRoute(options: {
     });
     const answer = dialect.render(httpAnswer(await gate.handle(request), operation.path, unpaid));
     // A download streams its file (honouring Range and HEAD), also when the outcome is replayed.
-    return answer.file
-      ? fileResponse({ ...answer, file: answer.file }, c.req.raw)
-      : respond(c, answer.body, { status: answer.status, headers: answer.headers });
+    if (answer.file) return fileResponse({ ...answer, file: answer.file }, c.req.raw);
+    // Whatever a payment got is the payer's: a shared cache keyed by the URL of a paid GET (the tender
+    // shortlist's query) must never hand it to the next request of that URL, which carries no payment.
+    const headers = {
+      ...answer.headers,
+      "cache-control": answer.headers["cache-control"] ?? PAID_ANSWER_CACHING,
+    };
+    return respond(c, answer.body, { status: answer.status, headers });
   };
 }
+
+/** How an answer to a payment may be cached: by the payer's own client only, and not kept there either. */
+const PAID_ANSWER_CACHING = "private, no-store";
 
 function decodePayment(header: string): PaymentPayload | { unreadable: string } {
   try {

@@ -165,6 +165,8 @@ export class SignInDoor {
     const base: PaymentRequired = terms ?? {
       x402Version: 2,
       resource: { url: resource, description: "Your research jobs: sign in with the wallet that paid" },
+      // Nothing is sold here: a v1 client must not read the default "X-PAYMENT header is required".
+      error: "sign-in required (SIGN-IN-WITH-X): no payment is accepted here",
       accepts: [],
     };
     const challenge = await this.challenges.challenge(path, base.accepts);

@@ -1,16 +1,14 @@
 import fs from "node:fs";
 import http from "node:http";
-import os from "node:os";
 import path from "node:path";
 import * as esbuild from "esbuild";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccount, devPrivateKey } from "../../src/chain/dev-accounts.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
-import { buildProducts } from "../../src/products/build.ts";
-import { products } from "../../src/products/index.ts";
 import type { ReleaseDescriptor } from "../../src/products/release.ts";
 import { chromiumInstalled, launchChromium } from "../helpers/chromium.ts";
+import { buildOneRelease } from "../helpers/one-release.ts";
 import { freePort, startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 import type { BrowserAgent, BrowserCall } from "./agent-page.ts";
 
@@ -43,16 +41,9 @@ describe.skipIf(chromiumInstalled.skip)(
 
     beforeAll(async () => {
       chromiumInstalled.check();
-      work = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-browser-"));
-      const releasesDir = path.join(work, "releases");
-      const [outcome] = await buildProducts(
-        { releasesDir, clinicalDb: path.join(work, "unused-clinical.sqlite") },
-        [PRODUCT],
-      );
-      if (outcome?.state !== "built") throw new Error(`${PRODUCT} not built: ${JSON.stringify(outcome)}`);
-      descriptor = outcome.descriptor;
-      const product = products.find((operation) => operation.path === `/v1/products/${PRODUCT}`);
-      if (!product) throw new Error(`no operation for ${PRODUCT}`);
+      const built = await buildOneRelease(PRODUCT, "utility402-browser-");
+      ({ work, descriptor } = built);
+      const { releasesDir, product } = built;
       service = await startTestService({ RELEASES_DIR: releasesDir }, { operations: [csvCleanup, product] });
       balanceOf = usdcBalances(service.localChain?.rpcUrl as string);
 

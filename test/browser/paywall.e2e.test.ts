@@ -2,17 +2,17 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { SIGN_IN_WITH_X } from "@x402/extensions/sign-in-with-x";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devAccount } from "../../src/chain/dev-accounts.ts";
 import { PAYWALL_CSP } from "../../src/http/paywall/paywall-page.ts";
 import { tenderShortlistGet } from "../../src/operations/tender-shortlist/index.ts";
 import { PAYMENT_REQUIRED_HEADER } from "../../src/payments/headers.ts";
-import { buildProducts } from "../../src/products/build.ts";
-import { products } from "../../src/products/index.ts";
 import type { ReleaseDescriptor } from "../../src/products/release.ts";
 import { fixturePages, startTedStandIn, type TedStandIn } from "../fixtures/ted/stand-in.ts";
 import { chromiumInstalled, launchChromium } from "../helpers/chromium.ts";
+import { buildOneRelease } from "../helpers/one-release.ts";
 import { startTestService, type TestService, usdcBalances } from "../helpers/service.ts";
 
 /**
@@ -80,16 +80,9 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
 
   beforeAll(async () => {
     chromiumInstalled.check();
-    work = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-paywall-"));
-    const releasesDir = path.join(work, "releases");
-    const [outcome] = await buildProducts(
-      { releasesDir, clinicalDb: path.join(work, "unused-clinical.sqlite") },
-      [PRODUCT],
-    );
-    if (outcome?.state !== "built") throw new Error(`${PRODUCT} not built: ${JSON.stringify(outcome)}`);
-    descriptor = outcome.descriptor;
-    const product = products.find((operation) => operation.path === `/v1/products/${PRODUCT}`);
-    if (!product) throw new Error(`no operation for ${PRODUCT}`);
+    const built = await buildOneRelease(PRODUCT, "utility402-paywall-");
+    ({ work, descriptor } = built);
+    const { releasesDir, product } = built;
     // TED answers with a recorded search, its dates moved to a clock frozen near now (as the tender tests do).
     const now = new Date(Math.floor(Date.now() / 1000) * 1000);
     const pages = fixturePages("search-response-03.json", now);
@@ -149,6 +142,14 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
    * The 402 of clients that are not a browser asking for HTML, the same bytes for each: no Accept, `*\/*`,
    * JSON, and a Mozilla User-Agent that does not ask for HTML (a browser's fetch()).
    */
+  /** A PAYMENT-REQUIRED header without its per-request sign-in challenge (a fresh nonce every time). */
+  function withoutSignInChallenge(header: string): string {
+    const decoded = JSON.parse(Buffer.from(header, "base64").toString("utf8"));
+    if (!decoded.extensions?.[SIGN_IN_WITH_X]) return header;
+    delete decoded.extensions[SIGN_IN_WITH_X];
+    return Buffer.from(JSON.stringify(decoded)).toString("base64");
+  }
+
   async function agentAnswers(url: string) {
     const variants: Record<string, string>[] = [
       {},
@@ -161,7 +162,11 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
       variants.map(async (headers) => {
         const response = await fetch(url, { headers });
         const { "x-request-id": _id, date: _date, ...rest } = Object.fromEntries(response.headers);
-        return { status: response.status, headers: rest, body: await response.text() };
+        const required = rest[PAYMENT_REQUIRED_HEADER.toLowerCase()];
+        if (required) rest[PAYMENT_REQUIRED_HEADER.toLowerCase()] = withoutSignInChallenge(required);
+        const body = JSON.parse(await response.text());
+        delete body.extensions?.[SIGN_IN_WITH_X];
+        return { status: response.status, headers: rest, body };
       }),
     );
   }
@@ -178,7 +183,10 @@ describe.skipIf(chromiumInstalled.skip)("the paywall page in Chromium", () => {
     expect(agent.status).toBe(402);
     expect(agent.headers.get("content-type")).toBe("application/problem+json");
     expect(agent.headers.get("content-security-policy")).toBeNull();
-    expect(headers[PAYMENT_REQUIRED_HEADER.toLowerCase()]).toBe(agent.headers.get(PAYMENT_REQUIRED_HEADER));
+    // The same terms; an agent's also carry a fresh sign-in challenge (a buyer downloads again by signing in).
+    expect(headers[PAYMENT_REQUIRED_HEADER.toLowerCase()]).toBe(
+      withoutSignInChallenge(agent.headers.get(PAYMENT_REQUIRED_HEADER) ?? ""),
+    );
     expect(await agent.json()).toMatchObject({ accepts: [{ maxAmountRequired: String(PRODUCT_PRICE) }] });
     const [first, ...others] = await agentAnswers(url);
     expect(first?.headers["content-type"]).toBe("application/problem+json");

@@ -60,6 +60,11 @@ export async function startHostileSeller(options: {
   terms: SellerTerms;
   /** The body of a paid answer, from the request's body (default "{}"). */
   respond?: (requestBody: string) => string;
+  /** The `extensions` of each v2 402, from its terms (e.g. signed offers, forged or not). */
+  extensions?: (required: {
+    resource: { url: string };
+    accepts: Record<string, unknown>[];
+  }) => Promise<Record<string, unknown> | undefined>;
 }) {
   const chain = { ...base, rpcUrls: { default: { http: [options.rpcUrl] } } };
   const transport = viemHttp(options.rpcUrl);
@@ -150,8 +155,12 @@ export async function startHostileSeller(options: {
           resource: { url, description: "hostile seller", mimeType: "application/json" },
           accepts: offers.map((offer) => ({ ...entry(offer), network: "eip155:8453", amount: offer.amount })),
         };
+        const extensions = await options.extensions?.(required);
         res
-          .writeHead(402, { "content-type": "application/json", "payment-required": b64(required) })
+          .writeHead(402, {
+            "content-type": "application/json",
+            "payment-required": b64(extensions ? { ...required, extensions } : required),
+          })
           .end("{}");
         return;
       }

@@ -100,9 +100,12 @@ describe("a held research payment whose settlement answer is lost at delivery", 
       expect(standIns.modelRequests).toHaveLength(1);
       expect(await store.jobs.get(jobId)).toMatchObject({ attempts: 1, paymentKey: key });
       expect((await store.getPayment(key))?.state).toBe("settled");
-      // The same payment again is the same job, not another one.
+      // The same payment again starts no other job; once settled (public on chain) it no longer names this
+      // one either: a 409 pointing to the payer's sign-in (test/sign-in.e2e.test.ts).
       const again = await fetch(url, jsonPost(request, payment));
-      expect((await again.json()).jobId).toBe(jobId);
+      expect(again.status).toBe(409);
+      expect(await again.text()).not.toContain(jobId);
+      expect(await store.jobs.get(jobId)).toMatchObject({ attempts: 1, paymentKey: key });
     } finally {
       await store.close();
     }

@@ -367,6 +367,9 @@ describe("tender-shortlist on the local chain against a TED stand-in", () => {
     const before = await balanceOf(payer.address);
     const get = await payer.fetch(getUrl);
     expect(get.status).toBe(200);
+    // A paid answer to a GET is the payer's: a shared cache keyed by URL must not hand it to the next
+    // (unpaying) request of the same query.
+    expect(get.headers.get("cache-control")).toBe("private, no-store");
     const json = await get.json();
     expect(specErrors(json)).toEqual([]);
     expect(json).toEqual(post.json);

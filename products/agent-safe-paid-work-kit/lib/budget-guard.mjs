@@ -28,6 +28,7 @@ import { resolveLapsedAuthorizations } from "./chain.mjs";
 import { appendEntry, foldLedger, LedgerError, lapsedReservations, readLedger, repairLedger } from "./ledger.mjs";
 import { withLedgerLock } from "./lock.mjs";
 import { checkPolicy, decide, paymentOf, rankRequirements } from "./policy.mjs";
+import { checkSignedOffer, importOfferVerifier } from "./signed-offers.mjs";
 
 export class PaymentDenied extends Error {
   constructor(decision) {
@@ -66,10 +67,12 @@ const GUARD = Symbol.for("agent-safe-paid-work-kit.guard");
  *   lock                 { timeoutMs, staleMs } of the ledger lock
  *   chainTimeoutMs       how long a payment waits for the policy's RPCs before it goes on with
  *                        what they did not answer still counted (default 3000)
+ *   offerVerifier        async; resolves to the module @x402/extensions/offer-receipt, for a kit whose
+ *                        folder cannot resolve it (default: import it from here)
  */
 export function guardClient(
   client,
-  { policy, ledgerPath, approve = async () => false, maxValiditySeconds = 3600, onDecision = () => {}, now = () => new Date(), lock = {}, chainTimeoutMs = 3_000 } = {},
+  { policy, ledgerPath, approve = async () => false, maxValiditySeconds = 3600, onDecision = () => {}, now = () => new Date(), lock = {}, chainTimeoutMs = 3_000, offerVerifier = importOfferVerifier } = {},
 ) {
   const problems = checkPolicy(policy);
   if (problems.length > 0) throw new Error(`invalid spend policy: ${problems.join("; ")}`);
@@ -181,6 +184,10 @@ export function guardClient(
       // The seller's own resource.url is its word, not the URL we called.
       return refuse({ decision: "deny", reasons: ["hosts: guard the x402HTTPClient given to the transport, so the requested URL is known"] });
     }
+    // Before anything is reserved: a refused offer leaves no line but the caller's decision.
+    const offer = await checkSignedOffer(policy, { paymentRequired, requirements, payment, url: requestedUrls.get(paymentRequired), now: now(), load: offerVerifier });
+    if (offer.reasons) return refuse({ decision: "deny", reasons: offer.reasons });
+    if (offer.offerSigner) payment.offerSigner = offer.offerSigner;
     let outcome;
     try {
       outcome = await decideAndReserve(payment, validitySeconds, false);

@@ -18,6 +18,10 @@ export interface SpendPolicy {
   rpc?: Record<string, string>;
   /** Per CAIP-2 network, the block tag the RPC is read at to release a lapsed authorization (default "finalized"). */
   finality?: Record<string, "finalized" | "safe">;
+  /** Signed offers (x402 offer-receipt) in a 402: "ignore", "verify" when present (default), or "require". */
+  signedOffers?: "ignore" | "verify" | "require";
+  /** Per seller origin ("https://seller.example"), the only signers whose offers are accepted: addresses (EIP-712) or did: key ids (JWS). */
+  trustedOfferSigners?: Record<string, string[]>;
 }
 
 export interface Payment {
@@ -26,6 +30,8 @@ export interface Payment {
   amount: string;
   payTo: string;
   url?: string;
+  /** The signer of the seller's signed offer for this payment, when it sent one. */
+  offerSigner?: string;
 }
 
 export interface Decision {
@@ -64,6 +70,8 @@ export interface GuardOptions {
   lock?: { timeoutMs?: number; staleMs?: number };
   /** How long a payment waits for the policy's RPCs; what they did not answer stays counted (default 3000). */
   chainTimeoutMs?: number;
+  /** Resolves to the module @x402/extensions/offer-receipt where the kit's folder cannot import it (default: imported from the kit). */
+  offerVerifier?: () => Promise<unknown>;
 }
 
 /** The hooks of @x402/core's x402Client that the guard uses (x402HTTPClient: pass it, it has `.client`). */
@@ -140,3 +148,11 @@ export function withLedgerLock<T>(ledgerPath: string, work: () => T, options?: {
 export const SECRET_RULES: [string, RegExp, ((match: string, text: string, groups: RegExpMatchArray) => boolean)?][];
 /** Text, or a file's bytes (UTF-8, or UTF-16 with a byte-order mark). Excerpts are redacted. */
 export function scanSecrets(input: string | Uint8Array): { rule: string; line: number; excerpt: string }[];
+
+export declare const OFFER_RECEIPT_PACKAGE: "@x402/extensions/offer-receipt";
+export declare const SIGNED_OFFER_MODES: readonly ["ignore", "verify", "require"];
+/** The signed-offer check of one entry about to be signed: `reasons` to refuse, else the offer's signer (if any). */
+export declare function checkSignedOffer(
+  policy: SpendPolicy,
+  context: { paymentRequired: unknown; requirements: unknown; payment: Payment; url?: string; now: Date; load?: () => Promise<unknown> },
+): Promise<{ reasons?: string[]; offerSigner?: string }>;

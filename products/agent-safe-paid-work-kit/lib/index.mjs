@@ -5,3 +5,4 @@ export { appendEntry, auditLedger, counts, dayIn, foldLedger, LEDGER_FIELDS, Led
 export { LockTimeout, withLedgerLock } from "./lock.mjs";
 export { checkPolicy, decide, paymentOf, rankRequirements, termsFrom402, V1_NETWORKS } from "./policy.mjs";
 export { SECRET_RULES, scanSecrets } from "./secrets.mjs";
+export { checkSignedOffer, OFFER_RECEIPT_PACKAGE, SIGNED_OFFER_MODES } from "./signed-offers.mjs";

@@ -15,6 +15,7 @@ export const LEDGER_FIELDS = [
   "asset",
   "amount",
   "payTo",
+  "offerSigner",
   "payer",
   "nonce",
   "validBefore",

@@ -1,6 +1,7 @@
 // A spend policy for an agent that pays with x402 (or any per-call payment), and the decision
 // whether one payment is allowed under it, given what was already spent. No dependencies.
 import { countedRecords, dayIn, foldLedger } from "./ledger.mjs";
+import { signedOfferPolicyProblems } from "./signed-offers.mjs";
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const ATOMIC = /^\d{1,30}$/;
@@ -28,7 +29,7 @@ export function checkPolicy(policy) {
   const need = (ok, message) => ok || problems.push(message);
   need(policy && typeof policy === "object" && !Array.isArray(policy), "the policy must be a JSON object");
   if (problems.length) return problems;
-  const known = ["version", "networks", "assets", "maxPerPayment", "maxPerDay", "maxPerPayeePerDay", "payees", "blockedPayees", "hosts", "approvalAbove", "maxPaymentsPerMinute", "timeZone", "rpc", "finality"];
+  const known = ["version", "networks", "assets", "maxPerPayment", "maxPerDay", "maxPerPayeePerDay", "payees", "blockedPayees", "hosts", "approvalAbove", "maxPaymentsPerMinute", "timeZone", "rpc", "finality", "signedOffers", "trustedOfferSigners"];
   for (const key of Object.keys(policy)) need(known.includes(key), `unknown field "${key}"`);
   need(policy.version === 1, "version must be 1");
   need(Array.isArray(policy.networks) && policy.networks.length > 0 && policy.networks.every((n) => /^eip155:\d+$/.test(n)), "networks: a non-empty list of CAIP-2 ids (eip155:8453)");
@@ -59,6 +60,7 @@ export function checkPolicy(policy) {
       }
     }
   }
+  problems.push(...signedOfferPolicyProblems(policy));
   if (problems.length === 0) need(BigInt(policy.maxPerPayment) <= BigInt(policy.maxPerDay), "maxPerPayment cannot exceed maxPerDay");
   return problems;
 }

@@ -7,7 +7,7 @@
 // usage: X402_PRIVATE_KEY=0x… node automation/paid-cleanup.mjs --input in.csv --out cleaned.csv
 //          --url https://…/v1/csv-cleanup --policy policy.json --ledger ledger.jsonl --gate gate.json
 //          [--keys email,id] [--report report.json]
-// Needs @x402/fetch, @x402/evm and viem at the versions automation/package-lock.json pins: run
+// Needs @x402/fetch, @x402/evm, @x402/extensions and viem at the versions automation/package-lock.json pins: run
 // `npm ci --ignore-scripts` in automation/ once (the bundle's only install, for this job alone).
 // exit 0 paid and the result passes its gate; 1 paid, but the result fails its gate (keep the
 //   report: runbooks/disputed-deliverable.md); 2 wrong call; 3 needs a human's approval (nothing
@@ -94,7 +94,7 @@ async function main(argv) {
     const [fetchModule, evm, accounts] = await Promise.all([import("@x402/fetch"), import("@x402/evm/exact/client"), import("viem/accounts")]);
     x402 = { ...fetchModule, ...evm, ...accounts };
   } catch {
-    return usage("@x402/fetch, @x402/evm and viem are needed: run `npm ci --ignore-scripts` in the bundle's automation/ folder");
+    return usage("@x402/fetch, @x402/evm, @x402/extensions and viem are needed: run `npm ci --ignore-scripts` in the bundle's automation/ folder");
   }
   const x402client = x402.registerExactEvmScheme(new x402.x402Client(), { signer: x402.privateKeyToAccount(key) });
   // The client's own default cap is $1 a payment (a cleanup costs $2): the spend policy is the limit here.
@@ -102,6 +102,8 @@ async function main(argv) {
   const client = guardClient(x402client, {
     policy: JSON.parse(fs.readFileSync(options.policy, "utf8")),
     ledgerPath: options.ledger,
+    // The guard checks a seller's signed offers with the package pinned here (its own folder cannot see it).
+    offerVerifier: () => import("@x402/extensions/offer-receipt"),
   });
   const { code, report } = await runPaidCleanup({
     input: options.input,

@@ -250,6 +250,7 @@ export class PaymentGate {
       final: record.outcome
         ? {
             held: record.state === "held",
+            settledJob: this.kinds[request.operation.kind].holdsPayment && record.state === "settled",
             soldDownload: this.kinds[request.operation.kind].soldDownload(record.state),
             ageMs: this.now() - Date.parse(record.updatedAt),
             token,

@@ -7,8 +7,8 @@ import type { PaymentCompletion, PaymentRecord, Store } from "../../store/store.
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { countFinalState } from "./final-state-metrics.ts";
 import { deadlinePassed, jobDeadline, paymentRefused, SETTLE_MARGIN_MS, settleHeld } from "./job-payment.ts";
-import type { OfferReceipts } from "./offer-receipt.ts";
 import type { KeptAnswers } from "./paid-request.ts";
+import { RetryBackoff } from "./retry-backoff.ts";
 import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
 import { SweepLoop } from "./sweep-loop.ts";
 
@@ -32,11 +32,8 @@ export interface HeldPaymentSettlerOptions {
   authorizations: AuthorizationChecker;
   /** How long one settlement may wait for its receipt. */
   settlementTimeoutMs: number;
-  /**
-   * Signs the receipt of a job's payment when it is settled (offer-receipt.ts), for the resource its
-   * operation is sold at; absent: none.
-   */
-  receipts?: { issuer: OfferReceipts; resourceUrlOf: (operationId: string) => string };
+  /** A settled job payment's settlement with its signed receipt (receiptedSettlement); absent: none. */
+  receipted?: (settlement: SettleResponse, record: PaymentRecord) => Promise<SettleResponse>;
   now?: () => number;
 }
 
@@ -56,12 +53,12 @@ export type HeldOutcome = "settled" | "failed" | "released" | "waiting" | "open"
 export class HeldPaymentSettler {
   private readonly now: () => number;
   private readonly loop: SweepLoop;
-  /** Payments whose settlement was refused or unknown: not tried again before this time (epoch ms). */
-  private readonly retryAt = new Map<string, number>();
-  private readonly attempts = new Map<string, number>();
+  /** Payments whose settlement was refused or unknown: not tried again at once. */
+  private readonly backoff: RetryBackoff;
 
   constructor(private readonly options: HeldPaymentSettlerOptions) {
     this.now = options.now ?? Date.now;
+    this.backoff = new RetryBackoff(this.now);
     this.loop = new SweepLoop(() => this.sweep(), SWEEP_INTERVAL_MS, options.log, "held payment sweep");
   }
 
@@ -126,7 +123,7 @@ export class HeldPaymentSettler {
     ) {
       return "waiting";
     }
-    if ((this.retryAt.get(paymentKey) ?? 0) > this.now()) return "waiting";
+    if (this.backoff.waiting(paymentKey)) return "waiting";
     // Every final write below happens under the payment's lease: one instance at a time decides.
     const lease = this.now() + 2 * this.options.settlementTimeoutMs + SETTLE_MARGIN_MS;
     if (!(await store.takeOverPayment(paymentKey, this.now(), lease))) return "waiting";
@@ -242,11 +239,11 @@ export class HeldPaymentSettler {
 
   private async settled(record: PaymentRecord, job: Job, transaction: string): Promise<HeldOutcome> {
     const { store, log } = this.options;
-    const receipt = await this.receipted(onChainReceipt(record, transaction), record);
+    const plain = onChainReceipt(record, transaction);
+    const receipt = this.options.receipted ? await this.options.receipted(plain, record) : plain;
     const outcome = record.outcome ? this.options.answers.withReceipt(record.outcome, receipt) : undefined;
     // Ledger first, then the result is shown: a crash in between is finished by the next look.
     await this.complete(record, { state: "settled", txHash: transaction }, outcome);
-    this.retryAt.delete(record.paymentKey);
     if (!(await store.jobs.deliver(job.id)) && job.state !== "succeeded") {
       log.error(
         { paymentKey: record.paymentKey, job: job.id },
@@ -258,21 +255,6 @@ export class HeldPaymentSettler {
       "job delivered, its held payment settled",
     );
     return "settled";
-  }
-
-  /** The settlement with its signed receipt; money has moved, so a signing failure leaves the receipt out. */
-  private async receipted(settlement: SettleResponse, record: PaymentRecord): Promise<SettleResponse> {
-    const { receipts, log } = this.options;
-    if (!receipts) return settlement;
-    try {
-      return await receipts.issuer.withReceipt(settlement, receipts.resourceUrlOf(record.operationId));
-    } catch (error) {
-      log.error(
-        { err: error, paymentKey: record.paymentKey },
-        "settled, but its receipt could not be signed",
-      );
-      return settlement;
-    }
   }
 
   private async refused(
@@ -287,7 +269,6 @@ export class HeldPaymentSettler {
     );
     // Lost the lease meanwhile: whoever holds it decides the job too.
     if (!(await this.complete(record, { state: "failed", error: reason, lease }))) return "waiting";
-    this.retryAt.delete(record.paymentKey);
     await this.options.store.jobs.withhold(job.id, paymentRefused(reason));
     return "failed";
   }
@@ -298,9 +279,7 @@ export class HeldPaymentSettler {
 
   /** As keepOpen, and this payment is not tried again before a backoff (2 s, doubling up to a minute). */
   private async retryLater(record: PaymentRecord, lease: number): Promise<HeldOutcome> {
-    const attempts = (this.attempts.get(record.paymentKey) ?? 0) + 1;
-    this.attempts.set(record.paymentKey, attempts);
-    this.retryAt.set(record.paymentKey, this.now() + Math.min(60_000, 2000 * 2 ** (attempts - 1)));
+    this.backoff.postpone(record.paymentKey);
     return this.keepOpen(record, lease);
   }
 
@@ -315,7 +294,7 @@ export class HeldPaymentSettler {
     });
     if (completed)
       countFinalState(this.options.metrics, completion.state, { ...record, door: record.held?.door });
-    this.attempts.delete(record.paymentKey);
+    this.backoff.forget(record.paymentKey);
     return completed;
   }
 }

@@ -6,6 +6,7 @@ import {
   type OfferReceiptIssuer,
   type SignTypedDataFn,
 } from "@x402/extensions/offer-receipt";
+import type { Logger } from "pino";
 import { getAddress, isAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
@@ -189,6 +190,25 @@ export class OfferReceipts {
         [OFFER_RECEIPT]: { info: { version: OFFER_RECEIPT_VERSION, receipt } },
       },
     };
+  }
+}
+
+/**
+ * A settlement with its signed receipt, for a payment whose money has moved: a receipt that cannot be
+ * signed is logged and left out, never a reason to withhold the answer. Without an issuer: unchanged.
+ */
+export async function receiptedSettlement(
+  receipts: OfferReceipts | undefined,
+  settlement: SettleResponse,
+  resourceUrl: string,
+  log: Logger,
+): Promise<SettleResponse> {
+  if (!receipts) return settlement;
+  try {
+    return await receipts.withReceipt(settlement, resourceUrl);
+  } catch (error) {
+    log.error({ err: error }, "settled, but its receipt could not be signed");
+    return settlement;
   }
 }
 

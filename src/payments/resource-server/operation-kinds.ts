@@ -101,7 +101,7 @@ const heldForJob: PaymentKind = {
   soldDownload: () => false,
   expiredReplay:
     "this payment's job was accepted and has ended: do not pay again; its 202 (jobId, Location) is replayed " +
-    "while the payment is held and for two minutes after it was settled or released, not later, because a " +
+    "while the payment is held and for two minutes after it was released, never once it was settled, because a " +
     "settled payment is public on chain, so a replay of it proves nothing; the job's result is at " +
     "GET /v1/jobs/{jobId} of that 202, and a lost jobId is recovered by signing in with the paying wallet: " +
     "GET /v1/jobs with a SIGN-IN-WITH-X header (x402 sign-in-with-x) lists that wallet's jobs",

@@ -27,6 +27,8 @@ describe("what a repeat of a final payment gets", () => {
     ["any outcome, within two minutes, to anyone with the payment and request", {}, "serve"],
     ["any outcome, after two minutes", { ageMs: REPLAY_WINDOW_MS + 1 }, "expired"],
     ["a held payment's 202, long after two minutes", { held: true, ageMs: 30 * MIN }, "serve"],
+    // A settled payment is public on chain, and the 202 names the job whose id alone reads the brief paid for.
+    ["a job's 202 once its payment settled, even at once", { settledJob: true, ageMs: 0 }, "expired"],
     ["a failed download (no token), after two minutes", { soldDownload: false, ageMs: 3 * MIN }, "expired"],
   ])("%s → %s", (_, facts, verdict) => {
     expect(replayVerdict({ ...base, ...facts })).toBe(verdict);

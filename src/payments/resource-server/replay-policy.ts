@@ -14,6 +14,12 @@ export interface ReplayFacts {
    * sent to the chain), so its 202 is replayed for as long as it is held; a 409 would invite paying twice.
    */
   held?: boolean;
+  /**
+   * A job's 202 whose payment settled: never replayed. The settled payment is public on chain (the
+   * transfer's calldata holds the authorization and its signature), and the 202 names the job whose id
+   * alone reads the brief paid for; the payer finds its job by signing in (GET /v1/jobs).
+   */
+  settledJob?: boolean;
   /** A sold download (a product whose payment settled) keeps its outcome longer, behind its token. */
   soldDownload: boolean;
   /** Milliseconds since the payment became final. */
@@ -32,12 +38,13 @@ export type ReplayVerdict = "serve" | "expired" | "needs-token";
 /**
  * The replay rule. The signed payload is public once settled (the transaction's calldata holds it), so
  * an outcome is replayed only to the client's own prompt retries (two minutes) — a held payment's 202 for
- * as long as it is held, since nothing was sent — and a sold download,
+ * as long as it is held, since nothing was sent, and never once it settled — and a sold download,
  * resumable for an hour, only to whoever holds its download token or, within those two minutes, to
  * the client its first answer went to.
  */
 export function replayVerdict(facts: ReplayFacts): ReplayVerdict {
   if (facts.held) return "serve";
+  if (facts.settledJob) return "expired";
   const window = facts.soldDownload ? PRODUCT_REPLAY_WINDOW_MS : REPLAY_WINDOW_MS;
   if (facts.ageMs > window) return "expired";
   if (facts.token === undefined) return facts.ageMs > REPLAY_WINDOW_MS ? "expired" : "serve";

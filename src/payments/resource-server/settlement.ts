@@ -8,13 +8,11 @@ import { isUnconfirmedSettlement } from "../settlement-reasons.ts";
 import type { AuthorizationChecker, AuthorizationOutcome } from "../settler/authorization-state.ts";
 import { countFinalState } from "./final-state-metrics.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
-import type { OfferReceipts } from "./offer-receipt.ts";
+import { type OfferReceipts, receiptedSettlement } from "./offer-receipt.ts";
 import { type KeptAnswers, type PaymentContext, paymentsUnavailable } from "./paid-request.ts";
 import type { PaymentFacts, PaymentIdentity } from "./payment-identity.ts";
 import { onChainReceipt, settlementVerdict } from "./settlement-verdict.ts";
 import { shortReason } from "./short-reason.ts";
-
-/** The reference facilitator's "broadcast, not confirmed" answer: the outcome is unknown, not a refusal. */
 
 export interface SettlementOptions {
   resourceServer: x402ResourceServer;
@@ -196,20 +194,14 @@ export class Settlement {
     }
   }
 
-  /**
-   * The settlement with its signed receipt for the resource the payment was presented to. Money has moved:
-   * a receipt that cannot be signed is logged and left out, never a reason to withhold the answer.
-   */
-  private async receipted(settlement: SettleResponse, context: PaymentContext): Promise<SettleResponse> {
-    const { receipts } = this.options;
-    if (!receipts) return settlement;
-    try {
-      return await receipts.withReceipt(settlement, context.terms.paymentRequired.resource.url);
-    } catch (error) {
-      context.log.error({ err: error }, "settled, but its receipt could not be signed");
-      return settlement;
-    }
-  }
+  /** The settlement with its signed receipt, for the resource the payment was presented to. */
+  private receipted = (settlement: SettleResponse, context: PaymentContext) =>
+    receiptedSettlement(
+      this.options.receipts,
+      settlement,
+      context.terms.paymentRequired.resource.url,
+      context.log,
+    );
 
   /** Leaves the payment open for the client's retry with the same payment; the retry resumes it at once. */
   async keepOpen(facts: PaymentFacts): Promise<never> {

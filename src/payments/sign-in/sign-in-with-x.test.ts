@@ -8,8 +8,9 @@ import {
 } from "@x402/extensions/sign-in-with-x";
 import fc from "fast-check";
 import { privateKeyToAccount } from "viem/accounts";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { devPrivateKey } from "../../chain/dev-accounts.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite-store.ts";
 import { SIGN_IN_MAX_AGE_MS, SignInChallenges, type SignInNonces, verifySignIn } from "./sign-in-with-x.ts";
 
 const ORIGIN = "https://utility402.example";
@@ -138,6 +139,71 @@ describe("sign-in-with-x: what is accepted", () => {
     expect("rejected" in replay && replay.rejected.extensions.errors).toEqual([
       { pointer: "/nonce", message: expect.stringContaining("used already") },
     ]);
+  });
+
+  it("accepts each message once across instances whose clocks differ by up to four minutes (generated)", async () => {
+    // Instances share one store; each checks messages, and forgets used nonces, by its own clock (NTP lost,
+    // a VM resumed). Steps: time passes, a client signs a fresh challenge of one instance, or sends one of
+    // the messages signed so far to one instance. Invariant after every step: no message accepted twice.
+    report("instances with skewed clocks");
+    // Each step first lets time pass (often none, else up to six minutes), then acts.
+    const wait = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 6 * 60_000 }));
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant("sign" as const), wait, at: fc.nat() }),
+      fc.record({ kind: fc.constant("send" as const), wait, message: fc.nat(), to: fc.nat() }),
+    );
+    const scenario = fc.record({
+      offsets: fc.array(fc.integer({ min: -2 * 60_000, max: 2 * 60_000 }), { minLength: 2, maxLength: 3 }),
+      steps: fc.array(step, { minLength: 10, maxLength: 30, size: "max" }),
+    });
+    const realStart = Date.now();
+    let runs = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(scenario, async ({ offsets, steps }) => {
+          runs++;
+          const store = new SqliteStore(":memory:");
+          let elapsed = 0;
+          // An instance's clock, for the package's checks (Date.now) and the nonce store alike.
+          const clockOf = (instance: number) => realStart + elapsed + (offsets[instance] as number);
+          const messages: string[] = [];
+          const accepted = new Map<string, number>();
+          vi.useFakeTimers({ toFake: ["Date"] });
+          try {
+            for (const current of steps) {
+              elapsed += current.wait;
+              if (current.kind === "sign") {
+                vi.setSystemTime(clockOf(current.at % offsets.length));
+                messages.push(encodeSIWxHeader(await signed(await freshInfo())));
+              } else if (messages.length > 0) {
+                const instance = current.to % offsets.length;
+                // One of the last three signed: older ones are mostly past their five minutes anyway.
+                const recent = current.message % Math.min(3, messages.length);
+                const header = messages[messages.length - 1 - recent] as string;
+                vi.setSystemTime(clockOf(instance));
+                const result = await verifySignIn(header, {
+                  settings,
+                  paths: [PATH],
+                  nonces: store,
+                  now: Date.now,
+                });
+                if (!("rejected" in result)) accepted.set(header, (accepted.get(header) ?? 0) + 1);
+                expect(
+                  accepted.get(header) ?? 0,
+                  `instance ${instance}, offsets ${offsets}`,
+                ).toBeLessThanOrEqual(1);
+              }
+            }
+          } finally {
+            vi.useRealTimers();
+            await store.close();
+          }
+        }),
+        { seed: SEED, numRuns: 150 },
+      );
+    } finally {
+      console.log(`instances with skewed clocks: ${runs} scenarios run`);
+    }
   });
 
   it("accepts no tampered message: every signed field altered, truncated, dropped or swapped (generated)", async () => {

@@ -17,6 +17,13 @@ export const SIGN_IN_HEADER = SIGN_IN_WITH_X.toUpperCase();
 /** A message is accepted for this long after its issuedAt (the package's own default), and never after its expirationTime. */
 export const SIGN_IN_MAX_AGE_MS = 5 * 60_000;
 
+/**
+ * A used nonce is kept this much longer than a message carrying it is accepted: each instance forgets
+ * nonces by its own clock, and one running ahead of another by less than this cannot forget a nonce that
+ * the other would still accept a message with.
+ */
+const NONCE_CLOCK_MARGIN_MS = 5 * 60_000;
+
 /** A header longer than this is no sign-in message of this service (its challenge encodes to under 1 KB). */
 const MAX_HEADER_LENGTH = 8192;
 
@@ -111,7 +118,7 @@ const POINTER_OF_VALIDATION: Record<SIWxValidationCode, string> = {
  * the official package parses it, checks its domain and uri against this origin and its issuedAt,
  * expirationTime and notBefore against the clock, and recovers the signer (EOA signatures, EIP-191);
  * this service adds the chain (only its own network), the route, and the nonce, which is used once
- * (stored until no message carrying it could be accepted any more). The signer's address, lower-cased,
+ * (stored until no message carrying it could be accepted any more, by any instance's clock). The signer's address, lower-cased,
  * or a 401 problem whose pointer names the field.
  */
 export async function verifySignIn(
@@ -160,7 +167,8 @@ export async function verifySignIn(
   }
   const issuedAt = Date.parse(payload.issuedAt);
   const now = context.now();
-  if (!(await context.nonces.useSignInNonce(payload.nonce, issuedAt + SIGN_IN_MAX_AGE_MS, now))) {
+  const keepUntil = issuedAt + SIGN_IN_MAX_AGE_MS + NONCE_CLOCK_MARGIN_MS;
+  if (!(await context.nonces.useSignInNonce(payload.nonce, keepUntil, now))) {
     return rejected([{ pointer: "/nonce", message: "this nonce was used already: sign a fresh challenge" }]);
   }
   return { address: signer.toLowerCase() };
