@@ -21,6 +21,7 @@ const STORE_SENSITIVE = [
   "test/vouchers/vouchers.e2e.test.ts",
   "test/vouchers/vouchers-mcp.e2e.test.ts",
   "test/vouchers/voucher-refunds.e2e.test.ts",
+  "test/vouchers/hostile-vouchers.e2e.test.ts",
 ];
 
 /**
