@@ -22,6 +22,7 @@ const STORE_SENSITIVE = [
   "test/vouchers/vouchers-mcp.e2e.test.ts",
   "test/vouchers/voucher-refunds.e2e.test.ts",
   "test/vouchers/hostile-vouchers.e2e.test.ts",
+  "test/vouchers/voucher-ledger.e2e.test.ts",
 ];
 
 /**
