@@ -23,6 +23,7 @@ const STORE_SENSITIVE = [
   "test/vouchers/voucher-refunds.e2e.test.ts",
   "test/vouchers/hostile-vouchers.e2e.test.ts",
   "test/vouchers/voucher-ledger.e2e.test.ts",
+  "test/vouchers/voucher-refunds.generated.e2e.test.ts",
 ];
 
 /**
