@@ -20,6 +20,10 @@ const STORE_SENSITIVE = [
   "test/sign-in.e2e.test.ts",
   "test/vouchers/vouchers.e2e.test.ts",
   "test/vouchers/vouchers-mcp.e2e.test.ts",
+  "test/vouchers/voucher-refunds.e2e.test.ts",
+  "test/vouchers/hostile-vouchers.e2e.test.ts",
+  "test/vouchers/voucher-ledger.e2e.test.ts",
+  "test/vouchers/voucher-refunds.generated.e2e.test.ts",
 ];
 
 /**

@@ -86,6 +86,8 @@ export interface BeginVoucherCall {
   leaseUntil: number;
 }
 
+export type TakeVoucherChannel = Pick<BeginVoucherCall, "channelId" | "owner" | "now" | "leaseUntil">;
+
 /**
  * begun: this attempt owns the channel (`channel` is its state under the lease);
  * charged: this voucher was already delivered (its ledger row; no lease taken);
@@ -122,6 +124,11 @@ export interface VoucherChannelStore {
   commitCall(owner: string, charge: VoucherCharge, now: number): Promise<boolean>;
   /** Lets the channel go without a charge (the handler failed, the voucher was refused). */
   releaseCall(channelId: string, owner: string): Promise<void>;
+  /**
+   * Takes a channel this store has a row of for `owner`, without a charge to follow (a cooperative
+   * refund: a payment operation, not a paid call). Undefined when there is no row.
+   */
+  takeChannel(take: TakeVoucherChannel): Promise<Exclude<VoucherCallStart, { kind: "charged" }> | undefined>;
   getChannel(channelId: string): Promise<ChannelRecord | undefined>;
   getCharge(channelId: string, signedMaxClaimable: string): Promise<VoucherChargeRecord | undefined>;
   /** A channel's ledger rows, oldest first. */

@@ -1,6 +1,6 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequired, SettleResponse } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { canonicalJson } from "../../canonical-json.ts";
 import { Problem } from "../../problem.ts";
 import type { StoredOutcome } from "../../store/store.ts";
@@ -21,7 +21,8 @@ import { requestFingerprint, sha256 } from "../resource-server/payment-identity.
 import { headerPaymentRequired } from "../resource-server/signed-offers.ts";
 import type { PaymentTerms } from "../resource-server/terms.ts";
 import { type HandlerResult, VoucherCalls, type VoucherVerdict } from "./voucher-calls.ts";
-import { type CheckedVoucherPayload, checkVoucherPayload } from "./voucher-payload.ts";
+import { type CheckedVoucherPayload, checkVoucherPayload, onchainStateOf } from "./voucher-payload.ts";
+import { refundAnswerBody, VoucherRefunds } from "./voucher-refunds.ts";
 import { BATCH_SETTLEMENT } from "./voucher-terms.ts";
 
 const CUMULATIVE_AMOUNT_MISMATCH = "invalid_batch_settlement_evm_cumulative_amount_mismatch";
@@ -42,6 +43,7 @@ export const isVoucherPayment = (payment: PaymentPayload): boolean =>
  */
 export class VoucherGate {
   private readonly calls: VoucherCalls;
+  private readonly refunds: VoucherRefunds;
 
   constructor(
     private readonly options: {
@@ -54,6 +56,7 @@ export class VoucherGate {
     },
   ) {
     this.calls = new VoucherCalls({ store: options.store, leaseMs: options.leaseMs, now: options.now });
+    this.refunds = new VoucherRefunds(options);
   }
 
   async handle(request: PaidRequest, payment: PaymentPayload): Promise<GateOutcome> {
@@ -77,18 +80,13 @@ export class VoucherGate {
     }
     const checked = await checkVoucherPayload(payment.payload, quote);
     if ("reason" in checked) return reject(checked.reason, checked.message);
-    if (checked.type === "refund") {
-      return reject(
-        "invalid_batch_settlement_evm_refund_payload",
-        "cooperative refunds are not taken yet; withdraw through the contract (initiateWithdraw, then finalizeWithdraw after the delay)",
-      );
-    }
+    if (checked.type === "refund") return this.refund(request, payment, checked);
     const facilitator = this.options.facilitator;
     const syncedAt = () => this.options.now();
     const fromVerify = async (): Promise<VoucherVerdict> => {
       const verified = await facilitator.verify(payment, quote);
       if (!verified.isValid) return { valid: false, reason: verified.invalidReason ?? "invalid_payload" };
-      return { valid: true, onchain: onchainOf(verified.extra), syncedAt: syncedAt() };
+      return { valid: true, onchain: onchainStateOf(verified.extra), syncedAt: syncedAt() };
     };
     let depositTransaction = "";
     const outcome = await this.calls.call({
@@ -113,7 +111,7 @@ export class VoucherGate {
               if (!settled.success) return { valid: false, reason: settled.errorReason ?? "invalid_payload" };
               depositTransaction = settled.transaction;
               const state = (settled.extra as { channelState?: unknown } | undefined)?.channelState;
-              return { valid: true, onchain: onchainOf(state), syncedAt: syncedAt() };
+              return { valid: true, onchain: onchainStateOf(state), syncedAt: syncedAt() };
             },
           }
         : {}),
@@ -130,18 +128,59 @@ export class VoucherGate {
         return reject(outcome.reason, refusalMessage(outcome.reason));
       case "mismatch":
         return { kind: "refused", problem: corrective(terms, outcome.channel) };
-      case "busy": {
-        const seconds = Math.max(1, Math.ceil((outcome.until - this.options.now()) / 1000));
-        const problem = this.options.answers.rejection(
-          terms,
-          CHANNEL_BUSY,
-          "another call on this channel is being answered; retry this one after it (nothing was charged)",
-        );
-        throw new RetryLater(problem, Math.min(seconds, 5));
-      }
+      case "busy":
+        throw this.busy(terms, outcome.until);
       case "lost":
         throw paymentsUnavailable(
           "this call's hold on its channel ran out before it could be charged; nothing was charged; retry the same request",
+        );
+    }
+  }
+
+  /** A channel another call holds: a 402 with channel_busy and Retry-After (nothing was charged). */
+  private busy(terms: PaymentTerms, until: number): RetryLater {
+    const seconds = Math.max(1, Math.ceil((until - this.options.now()) / 1000));
+    const problem = this.options.answers.rejection(
+      terms,
+      CHANNEL_BUSY,
+      "another call on this channel is being answered; retry this one after it (nothing was charged)",
+    );
+    return new RetryLater(problem, Math.min(seconds, 5));
+  }
+
+  /** A cooperative refund (voucher-refunds.ts): no operation runs; its answer carries the refund's settlement. */
+  private async refund(
+    request: PaidRequest,
+    payment: PaymentPayload,
+    checked: CheckedVoucherPayload,
+  ): Promise<GateOutcome> {
+    const { terms } = request;
+    const outcome = await this.refunds.refund(payment, checked, terms.voucher as PaymentRequirements);
+    switch (outcome.kind) {
+      case "refunded": {
+        const answer: StoredOutcome = {
+          status: 200,
+          headers: { "content-type": "application/json" },
+          body: refundAnswerBody(outcome.settlement),
+        };
+        return {
+          kind: "answer",
+          answer: this.options.answers.withReceipt(answer, outcome.settlement),
+          replayed: false,
+        };
+      }
+      case "refused":
+        return {
+          kind: "refused",
+          problem: this.options.answers.rejection(terms, outcome.reason, outcome.message),
+        };
+      case "mismatch":
+        return { kind: "refused", problem: corrective(terms, outcome.channel) };
+      case "busy":
+        throw this.busy(terms, outcome.until);
+      case "unknown":
+        throw paymentsUnavailable(
+          "the refund was sent but its outcome is not known yet; the channel is held until the chain is read again: retry the refund in a minute",
         );
     }
   }
@@ -189,17 +228,6 @@ export class VoucherGate {
       };
     }
   }
-}
-
-/** The channel on chain as the facilitator reports it (verify's extra, or a settle's channelState). */
-function onchainOf(extra: unknown): OnchainChannelState {
-  const state = (extra ?? {}) as Record<string, unknown>;
-  return {
-    balance: String(state.balance ?? "0"),
-    totalClaimed: String(state.totalClaimed ?? "0"),
-    withdrawRequestedAt: Number(state.withdrawRequestedAt ?? 0),
-    refundNonce: String(state.refundNonce ?? "0"),
-  };
 }
 
 /**

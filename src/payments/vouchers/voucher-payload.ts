@@ -11,8 +11,8 @@ import {
   voucherTypes,
 } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
-import { isAddress, isHex, recoverTypedDataAddress } from "viem";
-import type { ChannelConfig } from "../../store/voucher-channels.ts";
+import { getAddress, isAddress, isHex, recoverTypedDataAddress } from "viem";
+import type { ChannelConfig, OnchainChannelState } from "../../store/voucher-channels.ts";
 
 /**
  * A batch-settlement payload (deposit, voucher or refund) checked against the route's batch-settlement
@@ -162,3 +162,25 @@ function payloadOfType(payload: unknown): TypedPayload | VoucherPayloadRefusal {
     ? refusal(`${type}_payload`, `a ${type} payload without its required fields`)
     : refusal("payload_type", "payload.type: must be deposit, voucher or refund");
 }
+
+/** The channel on chain as the facilitator reports it (verify's extra, or a settle's channelState). */
+export function onchainStateOf(extra: unknown): OnchainChannelState {
+  const state = (extra ?? {}) as Record<string, unknown>;
+  return {
+    balance: String(state.balance ?? "0"),
+    totalClaimed: String(state.totalClaimed ?? "0"),
+    withdrawRequestedAt: Number(state.withdrawRequestedAt ?? 0),
+    refundNonce: String(state.refundNonce ?? "0"),
+  };
+}
+
+/** A stored (lower-cased) channel config as the contract's calls take it: checksummed addresses. */
+export const checksummedConfig = (config: ChannelConfig) => ({
+  payer: getAddress(config.payer),
+  payerAuthorizer: getAddress(config.payerAuthorizer),
+  receiver: getAddress(config.receiver),
+  receiverAuthorizer: getAddress(config.receiverAuthorizer),
+  token: getAddress(config.token),
+  withdrawDelay: config.withdrawDelay,
+  salt: config.salt as `0x${string}`,
+});

@@ -7,6 +7,7 @@ import {
   chargedBefore,
   maxAmount,
   type OnchainChannelState,
+  type TakeVoucherChannel,
   type VoucherCallStart,
   type VoucherChannelStore,
   type VoucherCharge,
@@ -145,6 +146,26 @@ export class PostgresVoucherChannels implements VoucherChannelStore {
         [start.channelId, start.owner, start.leaseUntil],
       );
       return { kind: "begun", channel: toChannel(row) };
+    });
+  }
+
+  async takeChannel(
+    take: TakeVoucherChannel,
+  ): Promise<Exclude<VoucherCallStart, { kind: "charged" }> | undefined> {
+    return this.inTransaction(async (client) => {
+      const { rows } = await client.query<ChannelRow>(`${SELECT_CHANNEL} WHERE channel_id = $1 FOR UPDATE`, [
+        take.channelId,
+      ]);
+      const row = rows[0];
+      if (!row) return undefined;
+      const free =
+        row.busy_owner === null || row.busy_owner === take.owner || Number(row.busy_until) <= take.now;
+      if (!free) return { kind: "busy" as const, until: Number(row.busy_until) };
+      await client.query(
+        "UPDATE voucher_channels SET busy_owner = $2, busy_until = $3 WHERE channel_id = $1",
+        [take.channelId, take.owner, take.leaseUntil],
+      );
+      return { kind: "begun" as const, channel: toChannel(row) };
     });
   }
 

@@ -5,6 +5,7 @@ import {
   chargedBefore,
   maxAmount,
   type OnchainChannelState,
+  type TakeVoucherChannel,
   type VoucherCallStart,
   type VoucherChannelStore,
   type VoucherCharge,
@@ -148,6 +149,21 @@ export class SqliteVoucherChannels implements VoucherChannelStore {
         return taken.changes === 1
           ? { kind: "begun", channel: toChannel(row) }
           : { kind: "busy", until: row.busy_until };
+      })
+      .immediate();
+  }
+
+  async takeChannel(
+    take: TakeVoucherChannel,
+  ): Promise<Exclude<VoucherCallStart, { kind: "charged" }> | undefined> {
+    return this.db
+      .transaction(() => {
+        const taken = this.statements.takeChannel.run(take);
+        const row = this.statements.getChannel.get(take.channelId) as ChannelRow | undefined;
+        if (!row) return undefined;
+        return taken.changes === 1
+          ? { kind: "begun" as const, channel: toChannel(row) }
+          : { kind: "busy" as const, until: row.busy_until };
       })
       .immediate();
   }
