@@ -20,6 +20,7 @@ const STORE_SENSITIVE = [
   "test/sign-in.e2e.test.ts",
   "test/vouchers/vouchers.e2e.test.ts",
   "test/vouchers/vouchers-mcp.e2e.test.ts",
+  "test/vouchers/vouchers-channel.e2e.test.ts",
 ];
 
 /**
