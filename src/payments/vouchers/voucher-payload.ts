@@ -11,8 +11,9 @@ import {
   voucherTypes,
 } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
-import { isAddress, isHex, recoverTypedDataAddress } from "viem";
+import { hashTypedData, isAddress, isHex } from "viem";
 import type { ChannelConfig } from "../../store/voucher-channels.ts";
+import { contractRecoverSigner } from "./voucher-signature.ts";
 
 /**
  * A batch-settlement payload (deposit, voucher or refund) checked against the route's batch-settlement
@@ -103,7 +104,7 @@ export async function checkVoucherPayload(
   }
   const signatureChecked = !same(config.payerAuthorizer, ZERO_ADDRESS);
   if (signatureChecked) {
-    const signer = await recoverTypedDataAddress({
+    const digest = hashTypedData({
       domain: {
         ...BATCH_SETTLEMENT_DOMAIN,
         chainId: Number(requirements.network.split(":")[1]),
@@ -112,8 +113,8 @@ export async function checkVoucherPayload(
       types: voucherTypes,
       primaryType: "Voucher",
       message: { channelId: voucher.channelId, maxClaimableAmount: BigInt(voucher.maxClaimableAmount) },
-      signature: voucher.signature,
-    }).catch(() => undefined);
+    });
+    const signer = contractRecoverSigner(digest, voucher.signature);
     if (!signer || !same(signer, config.payerAuthorizer)) {
       return refusal("voucher_signature", "the voucher is not signed by the channel's payerAuthorizer");
     }
