@@ -1,10 +1,12 @@
 import type { PaymentRequirements } from "@x402/core/types";
+import { BATCH_SETTLEMENT_ADDRESS, BATCH_SETTLEMENT_DOMAIN, voucherTypes } from "@x402/evm";
 import { computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
 import fc from "fast-check";
-import { type Hex, hexToBigInt, numberToHex } from "viem";
+import { type Hex, hashTypedData, hexToBigInt, numberToHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { checkVoucherPayload } from "./voucher-payload.ts";
+import { voucherDigest } from "./voucher-signature.ts";
 
 /**
  * A voucher is accepted exactly when the settlement contract would accept it in a claim
@@ -112,6 +114,30 @@ describe("a voucher's signature is accepted exactly when the contract's claim wo
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe("the voucher digest", () => {
+  it("is viem's EIP-712 hashTypedData of the official voucherTypes, for generated chains, channels and amounts", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 2 ** 32 }),
+        fc.bigInt({ min: 0n, max: (1n << 256n) - 1n }),
+        fc.bigInt({ min: 0n, max: (1n << 128n) - 1n }),
+        (chainId, channel, amount) => {
+          const channelId = numberToHex(channel, { size: 32 });
+          expect(voucherDigest(chainId, channelId, amount)).toBe(
+            hashTypedData({
+              domain: { ...BATCH_SETTLEMENT_DOMAIN, chainId, verifyingContract: BATCH_SETTLEMENT_ADDRESS },
+              types: voucherTypes,
+              primaryType: "Voucher",
+              message: { channelId, maxClaimableAmount: amount },
+            }),
+          );
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });
