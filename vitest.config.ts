@@ -24,6 +24,7 @@ const STORE_SENSITIVE = [
   "test/vouchers/hostile-vouchers.e2e.test.ts",
   "test/vouchers/voucher-ledger.e2e.test.ts",
   "test/vouchers/voucher-refunds.generated.e2e.test.ts",
+  "test/vouchers/vouchers-channel.e2e.test.ts",
 ];
 
 /**

@@ -1,25 +1,24 @@
 import type { PaymentRequirements } from "@x402/core/types";
 import {
-  BATCH_SETTLEMENT_ADDRESS,
-  BATCH_SETTLEMENT_DOMAIN,
   type BatchSettlementDepositPayload,
   type BatchSettlementRefundPayload,
   type BatchSettlementVoucherPayload,
   isBatchSettlementDepositPayload,
   isBatchSettlementRefundPayload,
   isBatchSettlementVoucherPayload,
-  voucherTypes,
 } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
-import { getAddress, isAddress, isHex, recoverTypedDataAddress } from "viem";
+import { getAddress, isAddress, isHex } from "viem";
 import type { ChannelConfig, OnchainChannelState } from "../../store/voucher-channels.ts";
+import { contractRecoverSigner, voucherDigest } from "./voucher-signature.ts";
 
 /**
  * A batch-settlement payload (deposit, voucher or refund) checked against the route's batch-settlement
  * quote, before anything is read from the store or the chain: the spec's verification rules 1-6 that need
  * no chain (config hashes to the channel id, receiver, token, receiver authorizer, withdraw delay, the
- * voucher's signer). The channel id is hashed by `@x402/evm`'s own `computeChannelId`, the digest from its
- * `voucherTypes` and `BATCH_SETTLEMENT_DOMAIN`: the same bytes the official client signs.
+ * voucher's signer). The channel id is hashed by `@x402/evm`'s own `computeChannelId`; the voucher's digest
+ * is the EIP-712 digest of its `voucherTypes` in `BATCH_SETTLEMENT_DOMAIN` (voucherDigest, tested equal to
+ * viem's), the same bytes the official client signs, and its signer is recovered by the contract's rule.
  */
 
 export interface CheckedVoucherPayload {
@@ -103,17 +102,9 @@ export async function checkVoucherPayload(
   }
   const signatureChecked = !same(config.payerAuthorizer, ZERO_ADDRESS);
   if (signatureChecked) {
-    const signer = await recoverTypedDataAddress({
-      domain: {
-        ...BATCH_SETTLEMENT_DOMAIN,
-        chainId: Number(requirements.network.split(":")[1]),
-        verifyingContract: BATCH_SETTLEMENT_ADDRESS,
-      },
-      types: voucherTypes,
-      primaryType: "Voucher",
-      message: { channelId: voucher.channelId, maxClaimableAmount: BigInt(voucher.maxClaimableAmount) },
-      signature: voucher.signature,
-    }).catch(() => undefined);
+    const chainId = Number(requirements.network.split(":")[1]);
+    const digest = voucherDigest(chainId, voucher.channelId, BigInt(voucher.maxClaimableAmount));
+    const signer = contractRecoverSigner(digest, voucher.signature);
     if (!signer || !same(signer, config.payerAuthorizer)) {
       return refusal("voucher_signature", "the voucher is not signed by the channel's payerAuthorizer");
     }
