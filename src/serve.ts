@@ -471,7 +471,11 @@ function startVoucherClaims(
     await claimer.stop();
   });
   void claimer.claimAll();
-  return { withdrawals, charged: (channel) => claimer.charged(channel) };
+  return {
+    withdrawals,
+    charged: (channel) =>
+      claimer.charged(channel, withdrawals.mirrorMayMiss(channel.channelId, channel.onchainSyncedAt)),
+  };
 }
 
 /** The payment gate, and what resolves payments without their client: the recovery sweeper, the held-payment settler. */

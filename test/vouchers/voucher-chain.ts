@@ -63,10 +63,14 @@ export function officialVoucherClient(
   network: `${string}:${string}`,
   privateKey: `0x${string}`,
   storage = new InMemoryClientChannelStorage(),
+  salt?: `0x${string}`,
 ) {
   const publicClient = createPublicClient({ transport: http(rpcUrl), pollingInterval: 50 });
   const account = privateKeyToAccount(privateKey);
-  const scheme = new BatchSettlementEvmScheme(toClientEvmSigner(account, publicClient as never), { storage });
+  const scheme = new BatchSettlementEvmScheme(toClientEvmSigner(account, publicClient as never), {
+    storage,
+    ...(salt ? { salt } : {}),
+  });
   const client = new x402Client().register(network, scheme);
   return { pay: wrapFetchWithPayment(fetch, client), client, scheme, storage, account };
 }

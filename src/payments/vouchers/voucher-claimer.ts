@@ -56,15 +56,21 @@ export class VoucherClaimer {
 
   /**
    * A call was charged on `channel` (its state after the charge): claimed at once when its unclaimed
-   * value reached the threshold or a withdrawal is pending on it.
+   * value reached the threshold or a withdrawal is pending on it, by its mirror or by `withdrawalSeen`
+   * (the watch saw one after the mirror was read: a round it started may have read the store before
+   * this charge was committed).
    */
-  charged(channel: ChannelRecord): void {
+  charged(channel: ChannelRecord, withdrawalSeen = false): void {
     const charged = BigInt(channel.chargedCumulativeAmount ?? "0");
     const claimed = maxBig(
       this.claimed.get(channel.channelId) ?? 0n,
       BigInt(channel.onchain?.totalClaimed ?? "0"),
     );
-    if (channel.onchain?.withdrawRequestedAt || charged - claimed >= this.options.threshold) {
+    if (
+      withdrawalSeen ||
+      channel.onchain?.withdrawRequestedAt ||
+      charged - claimed >= this.options.threshold
+    ) {
       void this.claimAll();
     }
   }

@@ -117,7 +117,8 @@ export class VoucherGate {
           checked.signatureChecked &&
           mirror &&
           !withdrawals?.mirrorMayMiss(checked.channelId, channel.onchainSyncedAt)
-            ? localCheck(checked, mirror, syncedAt())
+            ? // Still the mirror read at its own time, not now: a withdrawal seen since must keep it stale.
+              localCheck(checked, mirror, channel.onchainSyncedAt ?? 0)
             : await fromVerify();
         // Refused before a deposit moves money or the handler runs: nothing is charged.
         withdrawing =
