@@ -460,7 +460,7 @@ function startVoucherClaims(
     claimLandingMs:
       config.http.requestTimeoutMs + settings.watchIntervalMs + config.payment.settlementTimeoutMs,
     isOurs: async (channelId) => (await store.vouchers.getChannel(channelId)) !== undefined,
-    onWithdrawal: () => void claimer.claimAll(),
+    claimNow: () => void claimer.claimAll(),
     log: log.child({ component: "withdrawal-watch" }),
   });
   claimer.start();

@@ -11,6 +11,12 @@ const WITHDRAWAL_EVENTS = parseAbi([
   "event WithdrawFinalized(bytes32 indexed channelId, address indexed sender, uint128 amount)",
 ]);
 
+/**
+ * The most blocks one poll asks the logs of (RPC providers cap `eth_getLogs` ranges). A longer gap (an
+ * outage) is skipped as a restart is: every mirror older than the skip is distrusted and a claim runs.
+ */
+const MAX_LOG_RANGE = 2_000n;
+
 /** A poll that has not succeeded for this many intervals leaves the watch blind: no mirror is trusted. */
 const BLIND_AFTER_INTERVALS = 3;
 
@@ -29,7 +35,8 @@ export class WithdrawalWatch {
   private nextBlock: bigint | undefined;
   private lastReadAt = Number.NEGATIVE_INFINITY;
   private chainOffsetMs = 0;
-  private readonly startedAt: number;
+  /** Mirrors read before this (epoch ms) may miss a withdrawal the watch did not read: its start, a skipped gap. */
+  private distrustBefore: number;
   private readonly client;
   /** Our channels' last withdrawal event, by when the watch saw it (epoch ms). */
   private readonly changedAt = new Map<string, number>();
@@ -45,13 +52,13 @@ export class WithdrawalWatch {
       claimLandingMs: number;
       /** Whether a channel is this service's (in the store). */
       isOurs: (channelId: string) => Promise<boolean>;
-      /** A payer of one of our channels initiated a withdrawal: claim now. */
-      onWithdrawal: (channelId: string) => void;
+      /** A payer of one of our channels initiated a withdrawal (or the watch skipped blocks): claim now. */
+      claimNow: () => void;
       log: Logger;
       now?: () => number;
     },
   ) {
-    this.startedAt = this.now();
+    this.distrustBefore = this.now();
     this.client = createPublicClient({ transport: http(options.rpcUrl) });
   }
 
@@ -82,7 +89,16 @@ export class WithdrawalWatch {
   private async read(): Promise<void> {
     const asked = this.now();
     const latest = await this.client.getBlock({ blockTag: "latest" });
-    const fromBlock = this.nextBlock ?? latest.number;
+    let fromBlock = this.nextBlock ?? latest.number;
+    if (latest.number - fromBlock >= MAX_LOG_RANGE) {
+      this.options.log.warn(
+        { from: String(fromBlock), to: String(latest.number) },
+        "withdrawal watch skips blocks it fell behind on: every channel is verified on chain again and claimed",
+      );
+      fromBlock = latest.number;
+      this.distrustBefore = asked;
+      this.options.claimNow();
+    }
     if (fromBlock <= latest.number) {
       const logs = await this.client.getLogs({
         address: BATCH_SETTLEMENT_ADDRESS,
@@ -99,7 +115,7 @@ export class WithdrawalWatch {
             { channelId, amount: String(log.args.amount), finalizableAt: log.args.finalizableAt },
             "a payer initiated a withdrawal: claiming its channel now",
           );
-          this.options.onWithdrawal(channelId);
+          this.options.claimNow();
         }
       }
     }
@@ -113,7 +129,7 @@ export class WithdrawalWatch {
    * withdrawal event seen since, a mirror older than this watch (a restart), or a watch that cannot read.
    */
   mirrorMayMiss(channelId: string, syncedAt: number | null): boolean {
-    if (syncedAt === null || syncedAt < this.startedAt) return true;
+    if (syncedAt === null || syncedAt < this.distrustBefore) return true;
     if (this.now() - this.lastReadAt > BLIND_AFTER_INTERVALS * this.options.intervalMs) return true;
     return (this.changedAt.get(channelId.toLowerCase()) ?? Number.NEGATIVE_INFINITY) >= syncedAt;
   }
