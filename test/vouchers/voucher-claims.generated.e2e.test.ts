@@ -198,7 +198,8 @@ describe("the claim policy under generated voucher histories", () => {
           expect(totalClaimed <= charged, `claimed ≤ charged${history}`).toBe(true);
         };
 
-        for (const next of steps) {
+        // Every history ends with a withdrawal that finalizes: nothing it answered may be lost to it.
+        for (const next of [...steps, { kind: "withdraw" } as const, { kind: "finalize" } as const]) {
           trail.push(JSON.stringify(next));
           switch (next.kind) {
             case "pay":
