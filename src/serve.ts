@@ -127,6 +127,7 @@ export async function startService(
       facilitator: backend.facilitator,
       settlerAddress: backend.settlerAddress,
       timeoutMs: config.payment.facilitatorTimeoutMs,
+      chainReadable: chain.rpcUrl !== undefined,
     });
     log.info({ vouchers: vouchers.why }, "payment schemes");
     const offerKey = offerReceiptKeyOf(start);

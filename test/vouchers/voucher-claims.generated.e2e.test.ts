@@ -234,13 +234,13 @@ describe("the claim policy under generated voucher histories", () => {
               const config = (await ledger.vouchers.getChannel(channelId))?.config;
               if (!config) break;
               // All the unclaimed escrow; a claim of the service landing meanwhile lowers it: read again.
-              let hash: `0x${string}` | undefined;
+              let initiated: { blockNumber: bigint } | undefined;
               let totalClaimed = 0n;
-              for (let attempt = 0; attempt < 3 && !hash; attempt++) {
+              for (let attempt = 0; attempt < 3 && !initiated; attempt++) {
                 const state = await on.channel(channelId);
                 totalClaimed = state.totalClaimed;
                 if (state.balance <= state.totalClaimed) break;
-                hash = await payerWallet
+                const hash = await payerWallet
                   .writeContract({
                     address: BATCH_SETTLEMENT_ADDRESS,
                     abi: batchSettlementAbi,
@@ -249,10 +249,11 @@ describe("the claim policy under generated voucher histories", () => {
                     chain: null,
                   })
                   .catch(() => undefined);
+                const receipt = hash && (await on.client.waitForTransactionReceipt({ hash }));
+                if (receipt && receipt.status === "success") initiated = receipt;
               }
-              if (!hash) break;
-              const receipt = await on.client.waitForTransactionReceipt({ hash });
-              const block = await on.client.getBlock({ blockNumber: receipt.blockNumber });
+              if (!initiated) break;
+              const block = await on.client.getBlock({ blockNumber: initiated.blockNumber });
               withdrawal = {
                 finalizableAt: Number(block.timestamp) + WITHDRAW_DELAY,
                 claimedBefore: totalClaimed,
@@ -313,6 +314,9 @@ describe("the claim policy under generated voucher histories", () => {
       { numRuns: RUNS, seed, endOnFailure: true },
     );
     console.log(`voucher claims: ${runs} histories passed (seed ${seed}): ${JSON.stringify(seen)}`);
+    // Not vacuous: calls were delivered and withdrawals finalized against them.
+    expect(seen.delivered).toBeGreaterThan(0);
+    expect(seen.finalized).toBeGreaterThan(0);
   });
 });
 

@@ -32,8 +32,19 @@ describe("the voucher offer follows the facilitator's /supported", () => {
       network: NETWORK,
       facilitator: facilitatorListing({ scheme: "exact" }),
       timeoutMs: 1000,
+      chainReadable: true,
       ...options,
     });
+
+  it("is not offered without chain reads (no RPC_URL): nothing would claim the vouchers it answers", async () => {
+    const { offer, why } = await resolve({
+      facilitator: facilitatorListing({ scheme: BATCH_SETTLEMENT }),
+      settlerAddress: SETTLER,
+      chainReadable: false,
+    });
+    expect(offer).toBeUndefined();
+    expect(why).toMatch(/RPC_URL/);
+  });
 
   it("is not offered when switched off, even by a facilitator that supports it", async () => {
     const { offer } = await resolve({
