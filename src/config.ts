@@ -68,6 +68,10 @@ const SERVICE_VARIABLES = {
   X402_VOUCHER_CLAIM_INTERVAL_MS: optional(z.coerce.number().int().min(1000).max(86_400_000)).default(
     600_000,
   ),
+  X402_VOUCHER_CLAIM_THRESHOLD: optional(
+    z.string().regex(/^[1-9][0-9]{0,37}$/, "must be a positive whole number of atomic units"),
+  ).default("1000000"),
+  X402_VOUCHER_WATCH_INTERVAL_MS: optional(z.coerce.number().int().min(100).max(600_000)).default(10_000),
   X402_FACILITATOR_URL: optional(httpUrl),
   X402_FACILITATOR_AUTH_HEADER: optional(
     z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"),
@@ -250,6 +254,10 @@ export interface VoucherSettings {
   receiverAuthorizer?: `0x${string}`;
   /** How often the vouchers answered and not yet claimed are claimed and settled to payTo (and at shutdown). */
   claimIntervalMs: number;
+  /** A channel whose charged-but-unclaimed value reaches this (atomic units) is claimed at once. */
+  claimThreshold: string;
+  /** How often the chain is read for withdrawals initiated on this service's channels. */
+  watchIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -409,6 +417,8 @@ function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyo
         minDeposit: e.X402_VOUCHER_MIN_DEPOSIT,
         receiverAuthorizer: e.X402_VOUCHER_RECEIVER_AUTHORIZER as `0x${string}` | undefined,
         claimIntervalMs: e.X402_VOUCHER_CLAIM_INTERVAL_MS,
+        claimThreshold: e.X402_VOUCHER_CLAIM_THRESHOLD,
+        watchIntervalMs: e.X402_VOUCHER_WATCH_INTERVAL_MS,
       },
     },
     offerReceipt: {

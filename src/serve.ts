@@ -2,6 +2,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import type { PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
 import type { Hono } from "hono";
@@ -45,10 +46,11 @@ import { createAuthorizationChecker } from "./payments/settler/authorization-sta
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
 import { createTokenBalances } from "./payments/settler/token-balances.ts";
-import { channelClaimedReader, VoucherClaimer } from "./payments/vouchers/voucher-claimer.ts";
+import { channelReader, VoucherClaimer } from "./payments/vouchers/voucher-claimer.ts";
 import { VoucherGate } from "./payments/vouchers/voucher-gate.ts";
 import { resolveVoucherOffer } from "./payments/vouchers/voucher-offer.ts";
 import type { VoucherOffer } from "./payments/vouchers/voucher-terms.ts";
+import { WithdrawalWatch } from "./payments/vouchers/withdrawal-watch.ts";
 import { Problem } from "./problem.ts";
 import { ShutdownStack } from "./shutdown-stack.ts";
 import { databaseStartError, listenStartError, rpcStartError } from "./startup-error.ts";
@@ -125,6 +127,7 @@ export async function startService(
       facilitator: backend.facilitator,
       settlerAddress: backend.settlerAddress,
       timeoutMs: config.payment.facilitatorTimeoutMs,
+      chainReadable: chain.rpcUrl !== undefined,
     });
     log.info({ vouchers: vouchers.why }, "payment schemes");
     const offerKey = offerReceiptKeyOf(start);
@@ -429,6 +432,53 @@ interface Payments {
   whyUnpayable?: (job: Job) => Promise<string | undefined>;
 }
 
+/**
+ * The claim policy of vouchers (docs/payments.md): the claimer (threshold, timer, shutdown) and the
+ * withdrawal watch that has it claim at once when a payer initiates a withdrawal. What the gate needs
+ * of them: the watch, and the claimer's ear for every charge.
+ */
+function startVoucherClaims(
+  { config, log, shutdown }: Pick<StartContext, "config" | "log" | "shutdown">,
+  facilitator: FacilitatorClient,
+  quote: PaymentRequirements,
+  store: Store,
+  rpcUrl: string,
+): Pick<ConstructorParameters<typeof VoucherGate>[0], "withdrawals" | "charged"> {
+  const settings = config.payment.vouchers;
+  const claimer = new VoucherClaimer({
+    store: store.vouchers,
+    facilitator,
+    quote,
+    readChannel: channelReader(rpcUrl),
+    threshold: BigInt(settings.claimThreshold),
+    intervalMs: settings.claimIntervalMs,
+    log: log.child({ component: "voucher-claimer" }),
+  });
+  const withdrawals = new WithdrawalWatch({
+    rpcUrl,
+    intervalMs: settings.watchIntervalMs,
+    // From accepting a voucher to its claim landing: the handler, the watch's next look, the claim's wait.
+    claimLandingMs:
+      config.http.requestTimeoutMs + settings.watchIntervalMs + config.payment.settlementTimeoutMs,
+    isOurs: async (channelId) => (await store.vouchers.getChannel(channelId)) !== undefined,
+    claimNow: () => void claimer.claimAll(),
+    log: log.child({ component: "withdrawal-watch" }),
+  });
+  claimer.start();
+  withdrawals.start();
+  // Pushed before the public listener: the last claim runs once the listener drained the calls in flight.
+  shutdown.push("voucher claimer", async () => {
+    withdrawals.stop();
+    await claimer.stop();
+  });
+  void claimer.claimAll();
+  return {
+    withdrawals,
+    charged: (channel) =>
+      claimer.charged(channel, withdrawals.mirrorMayMiss(channel.channelId, channel.onchainSyncedAt)),
+  };
+}
+
 /** The payment gate, and what resolves payments without their client: the recovery sweeper, the held-payment settler. */
 function startPayments(
   { config, log, clock, shutdown }: StartContext,
@@ -445,6 +495,11 @@ function startPayments(
   termsById: ReadonlyMap<string, PaymentTerms>,
 ): Payments {
   const { store, metrics, resourceServer, chainRpc, receipts, voucherFacilitator } = parts;
+  const voucherQuote = [...termsById.values()].find((terms) => terms.voucher)?.voucher;
+  const voucherClaims =
+    voucherFacilitator && voucherQuote && chainRpc
+      ? startVoucherClaims({ config, log, shutdown }, voucherFacilitator, voucherQuote, store, chainRpc)
+      : undefined;
   const vouchers =
     voucherFacilitator &&
     new VoucherGate({
@@ -454,6 +509,7 @@ function startPayments(
       // A call holds its channel while its deposit lands and its handler runs: never taken over while live.
       leaseMs: config.http.requestTimeoutMs + config.payment.settlementTimeoutMs,
       now: clock ?? Date.now,
+      ...voucherClaims,
     });
   const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
   const gate = new PaymentGate({
@@ -471,21 +527,6 @@ function startPayments(
     ...(vouchers ? { vouchers } : {}),
   });
   shutdown.push("payment leases", () => gate.leases.stop());
-  const voucherQuote = [...termsById.values()].find((terms) => terms.voucher)?.voucher;
-  if (voucherFacilitator && voucherQuote && chainRpc) {
-    const claimer = new VoucherClaimer({
-      store: store.vouchers,
-      facilitator: voucherFacilitator,
-      quote: voucherQuote,
-      claimedOnChain: channelClaimedReader(chainRpc),
-      intervalMs: config.payment.vouchers.claimIntervalMs,
-      log: log.child({ component: "voucher-claimer" }),
-    });
-    claimer.start();
-    // Pushed before the public listener: its last claim runs once the listener drained the calls in flight.
-    shutdown.push("voucher claimer", () => claimer.stop());
-    void claimer.claimAll();
-  }
   // Payments whose owner stopped (a crash) are resolved from the chain without waiting for the client.
   if (authorizations) {
     const recovery = new RecoverySweeper({

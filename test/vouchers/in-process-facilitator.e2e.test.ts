@@ -57,6 +57,7 @@ describe("the in-process facilitator with batch-settlement", () => {
       facilitator: backend.facilitator,
       settlerAddress: backend.settlerAddress,
       timeoutMs: 5_000,
+      chainReadable: true,
     });
     expect(offer.offer?.receiverAuthorizer).toBe(backend.settlerAddress);
     // Switched off, the same facilitator leaves exact alone.
@@ -66,6 +67,7 @@ describe("the in-process facilitator with batch-settlement", () => {
       facilitator: backend.facilitator,
       settlerAddress: backend.settlerAddress,
       timeoutMs: 5_000,
+      chainReadable: true,
     });
     expect(off.offer).toBeUndefined();
   });
@@ -77,6 +79,7 @@ describe("the in-process facilitator with batch-settlement", () => {
       facilitator: backend.facilitator,
       settlerAddress: backend.settlerAddress,
       timeoutMs: 5_000,
+      chainReadable: true,
     });
     if (!offer.offer) throw new Error(offer.why);
     const exact: PaymentRequirements = {

@@ -24,6 +24,7 @@ import { type HandlerResult, VoucherCalls, type VoucherVerdict } from "./voucher
 import { type CheckedVoucherPayload, checkVoucherPayload, onchainStateOf } from "./voucher-payload.ts";
 import { refundAnswerBody, VoucherRefunds } from "./voucher-refunds.ts";
 import { BATCH_SETTLEMENT } from "./voucher-terms.ts";
+import type { WithdrawalWatch } from "./withdrawal-watch.ts";
 
 const CUMULATIVE_AMOUNT_MISMATCH = "invalid_batch_settlement_evm_cumulative_amount_mismatch";
 const CHANNEL_BUSY = "invalid_batch_settlement_evm_channel_busy";
@@ -53,6 +54,10 @@ export class VoucherGate {
       /** At least the longest a request may take: a live call's channel is never taken over. */
       leaseMs: number;
       now: () => number;
+      /** The chain's withdrawals: when the mirror cannot be trusted, and when a voucher is too late. */
+      withdrawals?: Pick<WithdrawalWatch, "mirrorMayMiss" | "closesBeforeClaim">;
+      /** A call was charged: the claim policy looks at the channel after it. */
+      charged?: (channel: ChannelRecord) => void;
     },
   ) {
     this.calls = new VoucherCalls({ store: options.store, leaseMs: options.leaseMs, now: options.now });
@@ -89,6 +94,8 @@ export class VoucherGate {
       return { valid: true, onchain: onchainStateOf(verified.extra), syncedAt: syncedAt() };
     };
     let depositTransaction = "";
+    /** The payer's withdrawal finalizes before this voucher could be claimed. */
+    let withdrawing = false;
     const outcome = await this.calls.call({
       channelId: checked.channelId,
       network: quote.network,
@@ -100,10 +107,22 @@ export class VoucherGate {
       operationId: operation.id,
       requestId: request.requestId,
       price: quote.amount,
-      verify: (channel) =>
-        checked.type === "deposit" || !checked.signatureChecked || !channel?.onchain
-          ? fromVerify()
-          : Promise.resolve(localCheck(checked, channel.onchain, syncedAt())),
+      verify: async (channel) => {
+        const withdrawals = this.options.withdrawals;
+        const mirror = channel?.onchain;
+        const verdict =
+          checked.type !== "deposit" &&
+          checked.signatureChecked &&
+          mirror &&
+          !withdrawals?.mirrorMayMiss(checked.channelId, channel.onchainSyncedAt)
+            ? // Still the mirror read at its own time, not now: a withdrawal seen since must keep it stale.
+              localCheck(checked, mirror, channel.onchainSyncedAt ?? 0)
+            : await fromVerify();
+        // Refused before a deposit moves money or the handler runs: nothing is charged.
+        withdrawing =
+          verdict.valid && !!withdrawals?.closesBeforeClaim(verdict.onchain, checked.config.withdrawDelay);
+        return withdrawing ? { valid: false, reason: EXCEEDS_BALANCE } : verdict;
+      },
       ...(checked.type === "deposit"
         ? {
             deposit: async (): Promise<VoucherVerdict> => {
@@ -119,13 +138,19 @@ export class VoucherGate {
     });
     switch (outcome.kind) {
       case "delivered":
+        this.options.charged?.(outcome.channel);
         return { kind: "answer", answer: outcome.outcome, replayed: false };
       case "replayed":
         return { kind: "answer", answer: outcome.outcome, replayed: true };
       case "failed":
         return { kind: "answer", answer: outcome.outcome, replayed: false };
       case "refused":
-        return reject(outcome.reason, refusalMessage(outcome.reason));
+        return reject(
+          outcome.reason,
+          withdrawing
+            ? "a withdrawal pending on this channel finalizes before this voucher could be claimed: the channel takes no new vouchers (nothing was charged); pay from another channel"
+            : refusalMessage(outcome.reason),
+        );
       case "mismatch":
         return { kind: "refused", problem: corrective(terms, outcome.channel) };
       case "busy":

@@ -6,7 +6,14 @@ const SETTLER = "0x1111111111111111111111111111111111111111";
 const DECLARED = "0x2222222222222222222222222222222222222222";
 const CONFIGURED = "0x3333333333333333333333333333333333333333";
 const NETWORK = "eip155:8453" as const;
-const on = { enabled: true, withdrawDelaySeconds: 86_400, minDeposit: "1000000", claimIntervalMs: 600_000 };
+const on = {
+  enabled: true,
+  withdrawDelaySeconds: 86_400,
+  minDeposit: "1000000",
+  claimIntervalMs: 600_000,
+  claimThreshold: "1000000",
+  watchIntervalMs: 10_000,
+};
 
 const facilitatorListing = (
   ...kinds: { scheme: string; network?: `${string}:${string}`; extra?: Record<string, unknown> }[]
@@ -25,8 +32,19 @@ describe("the voucher offer follows the facilitator's /supported", () => {
       network: NETWORK,
       facilitator: facilitatorListing({ scheme: "exact" }),
       timeoutMs: 1000,
+      chainReadable: true,
       ...options,
     });
+
+  it("is not offered without chain reads (no RPC_URL): nothing would claim the vouchers it answers", async () => {
+    const { offer, why } = await resolve({
+      facilitator: facilitatorListing({ scheme: BATCH_SETTLEMENT }),
+      settlerAddress: SETTLER,
+      chainReadable: false,
+    });
+    expect(offer).toBeUndefined();
+    expect(why).toMatch(/RPC_URL/);
+  });
 
   it("is not offered when switched off, even by a facilitator that supports it", async () => {
     const { offer } = await resolve({

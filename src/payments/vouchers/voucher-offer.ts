@@ -16,9 +16,15 @@ export async function resolveVoucherOffer(options: {
   /** The settler's account (local and self modes): the receiver authorizer unless one is configured. */
   settlerAddress?: `0x${string}`;
   timeoutMs: number;
+  /** Whether the chain can be read (RPC_URL, or the local chain): the claimer and the withdrawal watch need it. */
+  chainReadable: boolean;
 }): Promise<{ offer?: VoucherOffer; why: string }> {
   const { vouchers } = options;
   if (!vouchers.enabled) return { why: "vouchers off (X402_VOUCHERS)" };
+  if (!options.chainReadable) {
+    // Vouchers answered and never claimed would be given away: without chain reads nothing claims them.
+    return { why: "vouchers need RPC_URL (the claimer and the withdrawal watch read the chain): exact only" };
+  }
   let supported: Awaited<ReturnType<FacilitatorClient["getSupported"]>>;
   try {
     supported = await Promise.race([
