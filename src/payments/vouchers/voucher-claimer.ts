@@ -1,7 +1,7 @@
 import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { Logger } from "pino";
-import { createPublicClient, getAddress, http } from "viem";
+import { createPublicClient, http } from "viem";
 import { BATCH_SETTLEMENT_ADDRESS, batchSettlementAbi } from "../../chain/batch-settlement.ts";
 import type { ChannelRecord, VoucherChannelStore } from "../../store/voucher-channels.ts";
 import { checksummedConfig } from "./voucher-payload.ts";
