@@ -19,6 +19,13 @@ const STORE_SENSITIVE = [
   "test/mcp/mcp.e2e.test.ts",
   "test/sign-in.e2e.test.ts",
   "test/paid-call-money.generated.e2e.test.ts",
+  "test/vouchers/vouchers.e2e.test.ts",
+  "test/vouchers/vouchers-mcp.e2e.test.ts",
+  "test/vouchers/voucher-refunds.e2e.test.ts",
+  "test/vouchers/hostile-vouchers.e2e.test.ts",
+  "test/vouchers/voucher-ledger.e2e.test.ts",
+  "test/vouchers/voucher-refunds.generated.e2e.test.ts",
+  "test/vouchers/vouchers-channel.e2e.test.ts",
 ];
 
 /**
@@ -50,6 +57,7 @@ const SRC_TESTS_THAT_START_THINGS = [
   "src/operations/tender-shortlist/ted-client.test.ts", // a stand-in TED API server
   "src/operations/unit-convert/gnu-units.test.ts", // GNU units, a program CI installs
   "src/store/store.test.ts", // the store contract on PostgreSQL too
+  "src/payments/vouchers/voucher-calls.test.ts", // voucher channels on PostgreSQL too, two instances
 ];
 
 /**

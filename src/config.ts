@@ -53,6 +53,25 @@ const SERVICE_VARIABLES = {
   X402_PAY_TO: optional(address),
   X402_MAX_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(10).max(3600)).default(120),
   X402_JOB_MAX_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(300).max(86_400)).default(1800),
+  X402_VOUCHERS: optional(z.enum(["on", "off"], { error: "must be on or off" })).default("off"),
+  X402_VOUCHER_WITHDRAW_DELAY_SECONDS: optional(
+    z.coerce
+      .number()
+      .int()
+      .min(900, "must be at least 900 (15 minutes, the contract's least)")
+      .max(2_592_000, "must be at most 2592000 (30 days, the contract's most)"),
+  ).default(86_400),
+  X402_VOUCHER_MIN_DEPOSIT: optional(
+    z.string().regex(/^[1-9][0-9]{0,37}$/, "must be a positive whole number of atomic units"),
+  ).default("1000000"),
+  X402_VOUCHER_RECEIVER_AUTHORIZER: optional(address),
+  X402_VOUCHER_CLAIM_INTERVAL_MS: optional(z.coerce.number().int().min(1000).max(86_400_000)).default(
+    600_000,
+  ),
+  X402_VOUCHER_CLAIM_THRESHOLD: optional(
+    z.string().regex(/^[1-9][0-9]{0,37}$/, "must be a positive whole number of atomic units"),
+  ).default("1000000"),
+  X402_VOUCHER_WATCH_INTERVAL_MS: optional(z.coerce.number().int().min(100).max(600_000)).default(10_000),
   X402_FACILITATOR_URL: optional(httpUrl),
   X402_FACILITATOR_AUTH_HEADER: optional(
     z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"),
@@ -159,6 +178,8 @@ export interface Config extends OperationSettings {
     rpcUrl?: string;
     /** How long an in-process settlement waits for its receipt before the call answers 503 (retry). */
     settlementTimeoutMs: number;
+    /** The x402 `batch-settlement` scheme (vouchers) offered beside `exact`: docs/payments.md, "Vouchers". */
+    vouchers: VoucherSettings;
   };
   /**
    * Signed offers and receipts (the x402 offer-receipt extension, docs/offer-receipt.md). The key signs
@@ -215,6 +236,28 @@ export interface Config extends OperationSettings {
     /** Peers whose X-Forwarded-For is believed: addresses or CIDR subnets. */
     trustedProxies: string[];
   };
+}
+
+export interface VoucherSettings {
+  enabled: boolean;
+  /**
+   * Seconds between a payer's withdrawal request and its completion: the time the service has to claim
+   * what it answered. Default one day: see docs/configuration.md.
+   */
+  withdrawDelaySeconds: number;
+  /** The deposit the terms suggest (atomic units); a route's own price is suggested when higher. */
+  minDeposit: string;
+  /**
+   * Signs claims and refunds (the channel's receiverAuthorizer). Unset: the settler's address in local
+   * and self modes, the facilitator's declared one in facilitator mode.
+   */
+  receiverAuthorizer?: `0x${string}`;
+  /** How often the vouchers answered and not yet claimed are claimed and settled to payTo (and at shutdown). */
+  claimIntervalMs: number;
+  /** A channel whose charged-but-unclaimed value reaches this (atomic units) is claimed at once. */
+  claimThreshold: string;
+  /** How often the chain is read for withdrawals initiated on this service's channels. */
+  watchIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -368,6 +411,15 @@ function serviceSettings(e: ServiceValues, mode: PaymentMode): Omit<Config, keyo
       settlerPrivateKey: e.X402_SETTLER_PRIVATE_KEY as `0x${string}` | undefined,
       rpcUrl: e.RPC_URL,
       settlementTimeoutMs: e.X402_SETTLEMENT_TIMEOUT_MS,
+      vouchers: {
+        enabled: e.X402_VOUCHERS === "on",
+        withdrawDelaySeconds: e.X402_VOUCHER_WITHDRAW_DELAY_SECONDS,
+        minDeposit: e.X402_VOUCHER_MIN_DEPOSIT,
+        receiverAuthorizer: e.X402_VOUCHER_RECEIVER_AUTHORIZER as `0x${string}` | undefined,
+        claimIntervalMs: e.X402_VOUCHER_CLAIM_INTERVAL_MS,
+        claimThreshold: e.X402_VOUCHER_CLAIM_THRESHOLD,
+        watchIntervalMs: e.X402_VOUCHER_WATCH_INTERVAL_MS,
+      },
     },
     offerReceipt: {
       signingKey:

@@ -21,6 +21,7 @@ import {
   formatRevenueReport,
   formatUnbackedSettlements,
 } from "./payments/ledger/ledger-report.ts";
+import { formatChannelLedger, readChannelLedger } from "./payments/ledger/voucher-ledger.ts";
 import { createSettlerSigner } from "./payments/settler/settler-signer.ts";
 import { buildProductsCommand, prepareReleases } from "./products/cli.ts";
 import { startService } from "./serve.ts";
@@ -41,7 +42,8 @@ commands:
            build the products' release archives into RELEASES_DIR (all five, or the named ones)
   worker   run a job worker (research briefs) against the same store as the API; run as many as you like
   ledger   print revenue from settled payments by operation and by day, payments by state, paid jobs
-           that failed, and settled payments whose transaction the chain lost (--json: the revenue)
+           that failed, settled payments whose transaction the chain lost, and per voucher channel what
+           was charged, claimed, settled and is at risk (--json: the revenue; --channels --json: the channels)
   facilitator [--port N]
            run a standalone x402 facilitator (GET /supported, POST /verify, POST /settle) that settles
            with X402_SETTLER_PRIVATE_KEY over RPC_URL, for several API instances to share one key;
@@ -115,13 +117,22 @@ async function ledgerCommand(args: string[]): Promise<void> {
     const failedJobs = await store.jobs.failedPaidJobs();
     const states = await store.paymentCounts();
     const transactions = await store.settlementTransactions();
+    // Vouchers' claims and withdrawals are on chain: RPC_URL, or the local chain while it runs.
+    const rpcUrl =
+      config.payment.rpcUrl ??
+      (config.payment.mode === "local" ? `http://127.0.0.1:${config.localChain.port}` : undefined);
+    const channels = await readChannelLedger(await store.vouchers.channels(), rpcUrl);
+    const json = args.includes("--json");
     process.stdout.write(
-      args.includes("--json")
-        ? `${JSON.stringify(rows, null, 2)}\n`
-        : formatRevenueReport(rows) +
+      json && args.includes("--channels")
+        ? `${JSON.stringify(channels, null, 2)}\n`
+        : json
+          ? `${JSON.stringify(rows, null, 2)}\n`
+          : formatRevenueReport(rows) +
             formatPaymentStates(states) +
             formatFailedPaidJobs(failedJobs) +
-            formatUnbackedSettlements(transactions),
+            formatUnbackedSettlements(transactions) +
+            formatChannelLedger(channels),
     );
   } finally {
     await store.close();

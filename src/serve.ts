@@ -1,7 +1,8 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { x402ResourceServer } from "@x402/core/server";
+import { type FacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import type { PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
 import type { Hono } from "hono";
@@ -47,6 +48,11 @@ import { createAuthorizationChecker } from "./payments/settler/authorization-sta
 import { journalSettlements } from "./payments/settler/settlement-journal.ts";
 import { holdSettlerAccount, type SettlerHold } from "./payments/settler/settler-claim.ts";
 import { createTokenBalances } from "./payments/settler/token-balances.ts";
+import { channelReader, VoucherClaimer } from "./payments/vouchers/voucher-claimer.ts";
+import { VoucherGate } from "./payments/vouchers/voucher-gate.ts";
+import { resolveVoucherOffer } from "./payments/vouchers/voucher-offer.ts";
+import type { VoucherOffer } from "./payments/vouchers/voucher-terms.ts";
+import { WithdrawalWatch } from "./payments/vouchers/withdrawal-watch.ts";
 import { Problem } from "./problem.ts";
 import { ShutdownStack } from "./shutdown-stack.ts";
 import { databaseStartError, listenStartError, rpcStartError } from "./startup-error.ts";
@@ -117,10 +123,19 @@ export async function startService(
     const resourceServer = new x402ResourceServer(backend.facilitator)
       .register(config.payment.network, new ExactEvmScheme())
       .registerExtension(bazaarResourceServerExtension);
+    const vouchers = await resolveVoucherOffer({
+      vouchers: config.payment.vouchers,
+      network: config.payment.network,
+      facilitator: backend.facilitator,
+      settlerAddress: backend.settlerAddress,
+      timeoutMs: config.payment.facilitatorTimeoutMs,
+      chainReadable: chain.rpcUrl !== undefined,
+    });
+    log.info({ vouchers: vouchers.why }, "payment schemes");
     const offerKey = offerReceiptKeyOf(start);
     const { termsById, documents } = await describeOperations(
       config,
-      chain.payTo,
+      { payTo: chain.payTo, voucherOffer: vouchers.offer },
       resourceServer,
       operations,
       started,
@@ -131,7 +146,14 @@ export async function startService(
     settlementJournal.registerMetrics(metrics.registry);
     const payments = startPayments(
       start,
-      { store, metrics, resourceServer, chainRpc: chain.rpcUrl, receipts: offers?.receipts },
+      {
+        store,
+        metrics,
+        resourceServer,
+        chainRpc: chain.rpcUrl,
+        receipts: offers?.receipts,
+        ...(vouchers.offer ? { voucherFacilitator: backend.facilitator } : {}),
+      },
       operations,
       termsById,
     );
@@ -342,13 +364,13 @@ async function connectPaymentBackend(
 /** Each operation's 402 terms, and the documents (/openapi.json, /catalog.json, …) built from them. */
 async function describeOperations(
   config: Config,
-  payTo: `0x${string}`,
+  quoted: { payTo: `0x${string}`; voucherOffer?: VoucherOffer },
   resourceServer: x402ResourceServer,
   operations: readonly AnyOperation[],
   started: Started,
   signer?: PublishedSigner,
 ): Promise<{ termsById: Map<string, PaymentTerms>; documents: Documents }> {
-  const settings = { ...config.payment, payTo };
+  const settings = { ...config.payment, ...quoted };
   // What each started operation says of itself (the dataset it loaded) is what its terms and documents say.
   const described = operations.map((operation) => {
     const own = started.get(operation.id)?.describe;
@@ -412,6 +434,53 @@ interface Payments {
   whyUnpayable?: (job: Job) => Promise<string | undefined>;
 }
 
+/**
+ * The claim policy of vouchers (docs/payments.md): the claimer (threshold, timer, shutdown) and the
+ * withdrawal watch that has it claim at once when a payer initiates a withdrawal. What the gate needs
+ * of them: the watch, and the claimer's ear for every charge.
+ */
+function startVoucherClaims(
+  { config, log, shutdown }: Pick<StartContext, "config" | "log" | "shutdown">,
+  facilitator: FacilitatorClient,
+  quote: PaymentRequirements,
+  store: Store,
+  rpcUrl: string,
+): Pick<ConstructorParameters<typeof VoucherGate>[0], "withdrawals" | "charged"> {
+  const settings = config.payment.vouchers;
+  const claimer = new VoucherClaimer({
+    store: store.vouchers,
+    facilitator,
+    quote,
+    readChannel: channelReader(rpcUrl),
+    threshold: BigInt(settings.claimThreshold),
+    intervalMs: settings.claimIntervalMs,
+    log: log.child({ component: "voucher-claimer" }),
+  });
+  const withdrawals = new WithdrawalWatch({
+    rpcUrl,
+    intervalMs: settings.watchIntervalMs,
+    // From accepting a voucher to its claim landing: the handler, the watch's next look, the claim's wait.
+    claimLandingMs:
+      config.http.requestTimeoutMs + settings.watchIntervalMs + config.payment.settlementTimeoutMs,
+    isOurs: async (channelId) => (await store.vouchers.getChannel(channelId)) !== undefined,
+    claimNow: () => void claimer.claimAll(),
+    log: log.child({ component: "withdrawal-watch" }),
+  });
+  claimer.start();
+  withdrawals.start();
+  // Pushed before the public listener: the last claim runs once the listener drained the calls in flight.
+  shutdown.push("voucher claimer", async () => {
+    withdrawals.stop();
+    await claimer.stop();
+  });
+  void claimer.claimAll();
+  return {
+    withdrawals,
+    charged: (channel) =>
+      claimer.charged(channel, withdrawals.mirrorMayMiss(channel.channelId, channel.onchainSyncedAt)),
+  };
+}
+
 /** The payment gate, and what resolves payments without their client: the recovery sweeper, the held-payment settler. */
 function startPayments(
   { config, log, clock, shutdown }: StartContext,
@@ -421,11 +490,29 @@ function startPayments(
     resourceServer: x402ResourceServer;
     chainRpc?: string;
     receipts?: OfferReceipts;
+    /** The facilitator that verifies and settles vouchers, when the terms offer them. */
+    voucherFacilitator?: FacilitatorClient;
   },
   operations: readonly AnyOperation[],
   termsById: ReadonlyMap<string, PaymentTerms>,
 ): Payments {
-  const { store, metrics, resourceServer, chainRpc, receipts } = parts;
+  const { store, metrics, resourceServer, chainRpc, receipts, voucherFacilitator } = parts;
+  const voucherQuote = [...termsById.values()].find((terms) => terms.voucher)?.voucher;
+  const voucherClaims =
+    voucherFacilitator && voucherQuote && chainRpc
+      ? startVoucherClaims({ config, log, shutdown }, voucherFacilitator, voucherQuote, store, chainRpc)
+      : undefined;
+  const vouchers =
+    voucherFacilitator &&
+    new VoucherGate({
+      facilitator: voucherFacilitator,
+      store: store.vouchers,
+      answers: x402HttpAnswers,
+      // A call holds its channel while its deposit lands and its handler runs: never taken over while live.
+      leaseMs: config.http.requestTimeoutMs + config.payment.settlementTimeoutMs,
+      now: clock ?? Date.now,
+      ...voucherClaims,
+    });
   const authorizations = chainRpc ? createAuthorizationChecker(chainRpc) : undefined;
   const heldLog = log.child({ component: "held-payments" });
   /** Lets released jobs' payments go at once: the settler, once it exists. */
@@ -454,6 +541,7 @@ function startPayments(
     maxHeldPerPayer: config.jobs.maxHeldPerPayer,
     ...(cover ? { balances: cover } : chainRpc ? { balances: createTokenBalances(chainRpc) } : {}),
     log: log.child({ component: "payments" }),
+    ...(vouchers ? { vouchers } : {}),
   });
   shutdown.push("payment leases", () => gate.leases.stop());
   // Payments whose owner stopped (a crash) are resolved from the chain without waiting for the client.

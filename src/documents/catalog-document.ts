@@ -31,7 +31,7 @@ export function buildCatalogDocument(
       available: isImplemented(operation) && started.get(operation.id)?.available !== false,
       ...started.get(operation.id)?.catalogDetails,
       price: { usd: operation.priceUsd, atomic: terms.requirements.amount, asset: terms.requirements.asset },
-      accepts: [terms.requirements],
+      accepts: terms.voucher ? [terms.requirements, terms.voucher] : [terms.requirements],
       input:
         operation.inputFrom === "none"
           ? null

@@ -6,6 +6,7 @@ import {
   PAYMENT_RESPONSE_HEADER,
 } from "../payments/headers.ts";
 import type { KeptAnswers } from "../payments/resource-server/paid-request.ts";
+import { headerPaymentRequired } from "../payments/resource-server/signed-offers.ts";
 import type { PaymentTerms } from "../payments/resource-server/terms.ts";
 import { Problem } from "../problem.ts";
 import type { StoredOutcome } from "../store/store.ts";
@@ -19,9 +20,10 @@ import { paymentRequiredBody } from "./x402-v1.ts";
 export const x402HttpAnswers: KeptAnswers = {
   rejection(terms: PaymentTerms, reason: string, message: string): Problem {
     const paymentRequired = { ...terms.paymentRequired, error: `${reason}: ${message}` };
+    const inHeader = { ...headerPaymentRequired(terms), error: paymentRequired.error };
     return Problem.of("payment-rejected", message, {
       headers: {
-        [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired),
+        [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(inHeader),
         "cache-control": "no-store",
       },
       extensions: { reason, ...paymentRequiredBody(paymentRequired) },

@@ -29,13 +29,14 @@ export function v1NetworkName(network: string): string | undefined {
 
 /**
  * The route's terms as a v1 client reads them (maxAmountRequired, resource, network name), each entry also
- * with its v2 `amount`; an entry on a network v1 has no name for is left out.
+ * with its v2 `amount`; an entry on a network v1 has no name for, or in a scheme other than `exact`, is left out.
  */
 function v1Requirements(paymentRequired: PaymentRequired): (PaymentRequirementsV1 & { amount: string })[] {
   const { resource } = paymentRequired;
   return paymentRequired.accepts.flatMap((accepted) => {
     const network = v1NetworkName(accepted.network);
-    if (network === undefined) return [];
+    // x402 v1 has no batch-settlement: its clients are offered `exact` only.
+    if (network === undefined || accepted.scheme !== "exact") return [];
     return [
       {
         scheme: accepted.scheme,

@@ -53,6 +53,7 @@ export function toolTerms(operation: AnyOperation, route: PaymentTerms): Payment
   };
   return {
     requirements: route.requirements,
+    ...(route.voucher ? { voucher: route.voucher } : {}),
     paymentRequired,
     header: encodePaymentRequiredHeader(paymentRequired),
     discovery,

@@ -1,6 +1,10 @@
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import type { FileBody } from "../contract/operation.ts";
 import type { JobQueue, JobState } from "../jobs/queue.ts";
+import type { StoredOutcome } from "./stored-outcome.ts";
+import type { VoucherChannelStore } from "./voucher-channels.ts";
+
+export type { FileBody } from "../contract/operation.ts";
+export type { StoredOutcome } from "./stored-outcome.ts";
 
 /**
  * The persistence boundary. Everything the service keeps (payments, their stored outcomes,
@@ -21,25 +25,6 @@ export interface HeldAuthorization {
   requirements: PaymentRequirements;
   /** The way its call came in (PaidCall.door), for the revenue metric; absent on payments held before it was kept. */
   door?: string;
-}
-
-/** The response a payment produced, kept so a retry of the same payment gets the same answer. */
-export interface StoredOutcome {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-  /** A download: the body is this file, streamed from disk when the outcome is sent (body is then ""). */
-  file?: FileBody;
-  /** A sold download's first caller (sha256 of its address): its own prompt retry needs no download token. */
-  firstCaller?: string;
-  /**
-   * Made final with no client to answer (the recovery sweeper decided it): the client was last told to
-   * retry, so the outcome is replayed to the same payment and request whenever it comes back, and its
-   * replay window starts only at that first delivery (`deliveredAt`).
-   */
-  awaitingClient?: true;
-  /** Epoch ms of the first delivery of an outcome that was awaiting its client. */
-  deliveredAt?: number;
 }
 
 export interface NewPayment {
@@ -360,5 +345,7 @@ export interface Store {
   useSignInNonce(nonce: string, keepUntil: number, now: number): Promise<boolean>;
   /** The durable job queue, in the same database as the ledger (a job is linked to its payment). */
   readonly jobs: JobQueue;
+  /** The x402 batch-settlement channels and their ledger of voucher-paid calls. */
+  readonly vouchers: VoucherChannelStore;
   close(): Promise<void>;
 }

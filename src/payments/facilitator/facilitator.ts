@@ -1,6 +1,9 @@
-import { x402Facilitator } from "@x402/core/facilitator";
+import { InMemoryPendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import { type FacilitatorClient, HTTPFacilitatorClient } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
+import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/facilitator";
+import type { LocalAccount } from "viem/accounts";
+import { privateKeyToAccount } from "viem/accounts";
 import { failingOnTransportErrors } from "../../chain/transport-failures.ts";
 import type { Config } from "../../config.ts";
 import { SETTLEMENT_PENDING, SETTLEMENT_UNCONFIRMED } from "../settlement-reasons.ts";
@@ -22,14 +25,35 @@ export interface PaymentBackend {
 
 /**
  * Wraps an in-process x402Facilitator (the protocol's reference implementation) as a FacilitatorClient,
- * with the exact EVM scheme verifying each EIP-3009 payment once (see ExactEip3009Scheme).
+ * with the exact EVM scheme verifying each EIP-3009 payment once (see ExactEip3009Scheme) and, given the
+ * receiver authorizer's account, the official `batch-settlement` scheme (vouchers).
+ *
+ * The batch-settlement scheme is @x402/evm's own facilitator, unchanged, on our settler signer: its
+ * deposits, claims, settles and refunds are `writeContract` calls, which our signer sends with its nonce
+ * allocator (nonces in order, gaps filled) and whose receipts it awaits through its receipt watcher (one
+ * block subscription for all), as for exact; its reads (`channels`, `getChannelId`, simulations) go to the
+ * same RPC. Nothing of it is rewritten: the deposit's ERC-3009 check, the voucher signature check
+ * (EOA or EIP-1271) and the ClaimBatch/Refund signatures are the specification's, by its authors. The
+ * receiver authorizer is the settler's key (it signs ClaimBatch and Refund; the scheme advertises it in
+ * /supported), so the terms' receiverAuthorizer is an account this service holds.
  */
-export function inProcessFacilitator(signer: SettlerSigner, network: Network): FacilitatorClient {
+export function inProcessFacilitator(
+  signer: SettlerSigner,
+  network: Network,
+  receiverAuthorizer?: LocalAccount,
+): FacilitatorClient {
   const scheme = new ExactEip3009Scheme(signer);
-  const facilitator = new x402Facilitator().register(network, scheme);
-  // Each call runs on its own view of the scheme, whose chain calls record their transport failures.
-  const through = (recording: SettlerSigner) =>
-    new x402Facilitator().register(network, scheme.through(recording));
+  // A deposit's settle retried on another call's scheme view still finds its broadcast transaction.
+  const pendingSettlementStore = new InMemoryPendingSettlementStore();
+  const vouchers = (on: SettlerSigner) =>
+    new BatchSettlementEvmScheme(on, receiverAuthorizer, { pendingSettlementStore });
+  const withSchemes = (on: SettlerSigner, exact: ExactEip3009Scheme) => {
+    const facilitator = new x402Facilitator().register(network, exact);
+    return receiverAuthorizer ? facilitator.register(network, vouchers(on)) : facilitator;
+  };
+  const facilitator = withSchemes(signer, scheme);
+  // Each call runs on its own view of the schemes, whose chain calls record their transport failures.
+  const through = (recording: SettlerSigner) => withSchemes(recording, scheme.through(recording));
   return {
     verify: (payload, requirements) =>
       failingOnTransportErrors(signer, (recording) => through(recording).verify(payload, requirements)),
@@ -97,7 +121,9 @@ export function createPaymentBackend(
   });
   return {
     mode: config.mode,
-    facilitator: withOneReceiptWait(inProcessFacilitator(signer, config.network)),
+    facilitator: withOneReceiptWait(
+      inProcessFacilitator(signer, config.network, privateKeyToAccount(inProcess.privateKey)),
+    ),
     settlerAddress: signer.address,
     probe: async () => {
       const block = await signer.blockNumber();

@@ -1,7 +1,8 @@
 import type { FailedPaidJob } from "../../jobs/queue.ts";
 import type { PaymentCounts, RevenueRow, SettlementTransactionRecord } from "../../store/store.ts";
 
-const usd = (atomic: bigint) => {
+/** Atomic USDC units (6 decimals) as a decimal amount. */
+export const usd = (atomic: bigint) => {
   const whole = atomic / 1_000_000n;
   const fraction = (atomic % 1_000_000n).toString().padStart(6, "0");
   return `${whole}.${fraction}`;
@@ -87,7 +88,7 @@ export function formatUnbackedSettlements(transactions: SettlementTransactionRec
 }
 
 /** Text columns left-aligned, numeric columns right-aligned. */
-function render(rows: string[][]): string {
+export function render(rows: string[][]): string {
   const widths =
     rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
   const numeric = widths.map((_, column) => rows.slice(1).every((row) => /^[\d.]+$/.test(row[column] ?? "")));

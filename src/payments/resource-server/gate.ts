@@ -7,6 +7,7 @@ import { isStoreOutage } from "../../store/outage.ts";
 import type { PaymentRecord, PaymentState, Store, StoredOutcome } from "../../store/store.ts";
 import type { AuthorizationChecker } from "../settler/authorization-state.ts";
 import type { TokenBalances } from "../settler/token-balances.ts";
+import { isVoucherPayment, type VoucherGate } from "../vouchers/voucher-gate.ts";
 import { jobDeadline } from "./job-payment.ts";
 import type { KindServices } from "./kind-services.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
@@ -52,6 +53,7 @@ export class PaymentGate {
   private readonly services: KindServices;
   private readonly work: PaymentWork;
   private readonly identifiers: PaymentIdentifiers;
+  private readonly vouchers: VoucherGate | undefined;
   /** The leases this instance holds on payments it works on, renewed while it works. */
   readonly leases: LeaseKeeper;
 
@@ -75,6 +77,8 @@ export class PaymentGate {
     balances?: TokenBalances;
     /** How each kind of operation is paid; by default PAYMENT_KINDS. */
     kinds?: Readonly<Record<OperationKind, PaymentKind>>;
+    /** The voucher path (x402 batch-settlement); absent: vouchers are refused as not quoted. */
+    vouchers?: VoucherGate;
     /** Shared with the recovery sweeper; by default one of the gate's own. */
     leases?: LeaseKeeper;
     log?: Logger;
@@ -99,6 +103,7 @@ export class PaymentGate {
       ...(options.balances ? { balances: options.balances } : {}),
     };
     this.identifiers = new PaymentIdentifiers(options.store, this.now);
+    this.vouchers = options.vouchers;
     this.work = new PaymentWork({
       store: this.store,
       leases: this.leases,
@@ -174,6 +179,15 @@ export class PaymentGate {
     if (payment === undefined) return { kind: "payment-required", terms: request.terms };
     if ("unreadable" in payment)
       throw this.settlement.rejected(request, "invalid_payload", payment.unreadable);
+    // A voucher is charged on its channel, not settled per call: its own path (voucher-gate.ts).
+    if (isVoucherPayment(payment)) {
+      if (this.vouchers && request.terms.voucher) return this.vouchers.handle(request, payment);
+      throw this.settlement.rejected(
+        request,
+        "payment_terms_mismatch",
+        `${request.operation.path} is not paid with batch-settlement here; pay with the exact scheme`,
+      );
+    }
     const identity = identifyPayment(request, payment, (payload) =>
       this.resourceServer.findMatchingRequirements([request.terms.requirements], payload),
     );

@@ -5,6 +5,16 @@ import type { Logger } from "pino";
 import type { OfferReceipts } from "./offer-receipt.ts";
 import { checkedPaymentRequiredHeader, type PaymentTerms } from "./terms.ts";
 
+/**
+ * The terms as a route's PAYMENT-REQUIRED header carries them: without the signed offers when they also
+ * quote vouchers (see SignedOffers.keep), whole otherwise.
+ */
+export function headerPaymentRequired(terms: PaymentTerms): PaymentRequired {
+  if (!terms.voucher || !terms.paymentRequired.extensions?.[OFFER_RECEIPT]) return terms.paymentRequired;
+  const { [OFFER_RECEIPT]: _offers, ...extensions } = terms.paymentRequired.extensions;
+  return { ...terms.paymentRequired, extensions };
+}
+
 /** How often the kept terms are looked at for offers past half their validity. */
 const REFRESH_INTERVAL_MS = 5_000;
 
@@ -42,6 +52,13 @@ export class SignedOffers {
    * Keeps these terms signed from now on; resolves once their first offers are in place. Terms that travel
    * in a header (a route's; an MCP tool's travel in JSON) are refused when signed they outgrow its budget
    * (terms.ts), as an unsigned route's would be.
+   *
+   * Terms that also quote vouchers (a second `accepts` entry) carry their offers in the 402's body only,
+   * not in its header: an offer is about 700 bytes, the batch-settlement entry about 470, and with both
+   * entries signed every route's header came to 3,184–3,956 bytes, past the 3,100 that keep a 402's
+   * headers within a proxy's 4 KB buffer (signing the exact entry alone left clinical-trials-query at 3,308 even without its dataset).
+   * A paying client needs only the accepts in the header; a client that checks offers reads them from
+   * the body (or the MCP result), where nothing bounds them. docs/payments.md, "Vouchers".
    */
   keep(terms: PaymentTerms, name: string, transport: "header" | "json" = "header"): Promise<void> {
     if (this.kept.has(terms)) return Promise.resolve();
@@ -99,7 +116,11 @@ export class SignedOffers {
       extensions: { ...entry.unsigned.extensions, [OFFER_RECEIPT]: offers },
     };
     const header = entry.inHeader
-      ? checkedPaymentRequiredHeader(entry.name, paymentRequired, this.signer.key.baseUrl)
+      ? checkedPaymentRequiredHeader(
+          entry.name,
+          entry.terms.voucher ? entry.unsigned : paymentRequired,
+          this.signer.key.baseUrl,
+        )
       : encodePaymentRequiredHeader(paymentRequired);
     // Both in one synchronous step: a reader never sees one set's header with another's object.
     entry.terms.paymentRequired = paymentRequired;

@@ -5,6 +5,7 @@ import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { inputJsonSchema, outputJsonSchema } from "../../contract/json-schema.ts";
 import type { AnyOperation } from "../../contract/operation.ts";
 import { atomicPrice } from "../../contract/price.ts";
+import { offersVouchers, type VoucherOffer, voucherRequirements } from "../vouchers/voucher-terms.ts";
 import { paymentIdentifierDeclaration } from "./payment-identifier-extension.ts";
 
 /**
@@ -25,6 +26,8 @@ export interface PaymentSettings {
   maxTimeoutSeconds: number;
   /** An async operation's payment is held while its job runs: its authorization must last that long. */
   jobMaxTimeoutSeconds: number;
+  /** The batch-settlement offer (vouchers), resolved at start; absent: `exact` only. */
+  voucherOffer?: VoucherOffer;
 }
 
 /**
@@ -32,7 +35,10 @@ export interface PaymentSettings {
  * offers (signed-offers.ts) `paymentRequired` and `header` are replaced, together, as the offers are renewed.
  */
 export interface PaymentTerms {
+  /** The `exact` quote: what x402 v1 clients and the async operations are offered. */
   requirements: PaymentRequirements;
+  /** The `batch-settlement` quote offered beside it (x402 v2 over HTTP and MCP), when vouchers are on. */
+  voucher?: PaymentRequirements;
   paymentRequired: PaymentRequired;
   /** base64 PAYMENT-REQUIRED header value, encoded once. */
   header: string;
@@ -255,6 +261,10 @@ export async function buildPaymentTerms(
   quote?: { maxTimeoutSeconds: number; siblings: SiblingQuote[] },
 ): Promise<PaymentTerms> {
   const requirements = paymentRequirements(operation, settings, quote?.maxTimeoutSeconds);
+  const voucher =
+    settings.voucherOffer && offersVouchers(operation)
+      ? voucherRequirements(requirements, settings, settings.voucherOffer)
+      : undefined;
   const url = baseUrl + operation.path;
   // A fixed request context lets the Bazaar extension record the route's method once.
   const context = {
@@ -270,7 +280,7 @@ export async function buildPaymentTerms(
     },
   };
   const paymentRequired = await resourceServer.createPaymentRequiredResponse(
-    [requirements],
+    voucher ? [requirements, voucher] : [requirements],
     { url, description: operation.summary, mimeType: operation.outputContentType },
     undefined,
     resourceServer.enrichExtensions(
@@ -283,6 +293,7 @@ export async function buildPaymentTerms(
   const discovery = resourceServer.enrichExtensions(bazaarDeclaration(operation), context);
   return {
     requirements,
+    ...(voucher ? { voucher } : {}),
     paymentRequired,
     header,
     discovery,

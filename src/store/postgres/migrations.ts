@@ -160,4 +160,45 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
       CREATE INDEX payments_payer_operation ON payments (payer, operation_id, created_at);
     `,
   },
+  {
+    version: 11,
+    name: "voucher channels (x402 batch-settlement) and their ledger of voucher-paid calls",
+    sql: `
+      CREATE TABLE voucher_channels (
+        channel_id             TEXT PRIMARY KEY,
+        network                TEXT NOT NULL,
+        config                 JSONB NOT NULL,
+        payer                  TEXT NOT NULL,
+        charged_cumulative     NUMERIC(78, 0),
+        signed_max_claimable   NUMERIC(78, 0),
+        signature              TEXT,
+        balance                NUMERIC(78, 0),
+        total_claimed          NUMERIC(78, 0),
+        withdraw_requested_at  BIGINT,
+        refund_nonce           NUMERIC(78, 0),
+        onchain_synced_at      BIGINT,
+        last_request_at        BIGINT,
+        busy_owner             TEXT,
+        busy_until             BIGINT NOT NULL DEFAULT 0,
+        created_at             TIMESTAMPTZ NOT NULL,
+        updated_at             TIMESTAMPTZ NOT NULL
+      );
+      CREATE TABLE voucher_charges (
+        channel_id            TEXT NOT NULL REFERENCES voucher_channels (channel_id),
+        signed_max_claimable  NUMERIC(78, 0) NOT NULL,
+        signature             TEXT NOT NULL,
+        payload_hash          TEXT NOT NULL,
+        request_hash          TEXT NOT NULL,
+        door                  TEXT NOT NULL,
+        operation_id          TEXT NOT NULL,
+        amount                NUMERIC(78, 0) NOT NULL,
+        cumulative            NUMERIC(78, 0) NOT NULL,
+        request_id            TEXT NOT NULL,
+        outcome               JSONB NOT NULL,
+        created_at            TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (channel_id, signed_max_claimable)
+      );
+      CREATE INDEX voucher_charges_created_at ON voucher_charges (created_at);
+    `,
+  },
 ];

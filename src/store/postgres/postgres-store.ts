@@ -27,6 +27,7 @@ import type {
 } from "../store.ts";
 import { heldRefusal, LATE_LANDING_MS, toUnfinished } from "../store.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+import { PostgresVoucherChannels } from "./postgres-voucher-channels.ts";
 
 export interface PostgresStoreOptions {
   connectionString: string;
@@ -130,10 +131,12 @@ export class PostgresStore implements Store {
   readonly pool: pg.Pool;
   /** The durable job queue, in the same database as the ledger (a job is linked to its payment). */
   readonly jobs: PostgresJobQueue;
+  readonly vouchers: PostgresVoucherChannels;
 
   private constructor(pool: pg.Pool, now?: () => number) {
     this.pool = pool;
     this.jobs = new PostgresJobQueue(pool, now);
+    this.vouchers = new PostgresVoucherChannels(pool);
   }
 
   /** Connects, creates the schema when asked, and migrates under an advisory lock. */

@@ -241,4 +241,45 @@ export const SQLITE_MIGRATIONS: Migration[] = [
       CREATE INDEX payments_payer_operation ON payments (payer, operation_id, created_at);
     `,
   },
+  {
+    version: 12,
+    name: "voucher channels (x402 batch-settlement) and their ledger of voucher-paid calls",
+    sql: `
+      CREATE TABLE voucher_channels (
+        channel_id             TEXT PRIMARY KEY,
+        network                TEXT NOT NULL,
+        config                 TEXT NOT NULL,
+        payer                  TEXT NOT NULL,
+        charged_cumulative     TEXT,
+        signed_max_claimable   TEXT,
+        signature              TEXT,
+        balance                TEXT,
+        total_claimed          TEXT,
+        withdraw_requested_at  INTEGER,
+        refund_nonce           TEXT,
+        onchain_synced_at      INTEGER,
+        last_request_at        INTEGER,
+        busy_owner             TEXT,
+        busy_until             INTEGER NOT NULL DEFAULT 0,
+        created_at             TEXT NOT NULL,
+        updated_at             TEXT NOT NULL
+      );
+      CREATE TABLE voucher_charges (
+        channel_id            TEXT NOT NULL REFERENCES voucher_channels (channel_id),
+        signed_max_claimable  TEXT NOT NULL,
+        signature             TEXT NOT NULL,
+        payload_hash          TEXT NOT NULL,
+        request_hash          TEXT NOT NULL,
+        door                  TEXT NOT NULL,
+        operation_id          TEXT NOT NULL,
+        amount                TEXT NOT NULL,
+        cumulative            TEXT NOT NULL,
+        request_id            TEXT NOT NULL,
+        outcome               TEXT NOT NULL,
+        created_at            TEXT NOT NULL,
+        PRIMARY KEY (channel_id, signed_max_claimable)
+      );
+      CREATE INDEX voucher_charges_created_at ON voucher_charges (created_at);
+    `,
+  },
 ];

@@ -29,6 +29,7 @@ import type {
 } from "../store.ts";
 import { heldRefusal, LATE_LANDING_MS, toUnfinished } from "../store.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
+import { SqliteVoucherChannels } from "./sqlite-voucher-channels.ts";
 
 interface PaymentRow {
   payment_key: string;
@@ -84,6 +85,7 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly statements;
   readonly jobs: SqliteJobQueue;
+  readonly vouchers: SqliteVoucherChannels;
 
   /** `now` (epoch ms) drives the job queue's leases and liveness; injectable for tests. */
   constructor(file: string, options: { now?: () => number } = {}) {
@@ -213,6 +215,7 @@ export class SqliteStore implements Store {
       expireSignInNonces: this.db.prepare("DELETE FROM sign_in_nonces WHERE keep_until < ?"),
     };
     this.jobs = new SqliteJobQueue(this.db, options.now);
+    this.vouchers = new SqliteVoucherChannels(this.db);
   }
 
   private migrate(): void {
