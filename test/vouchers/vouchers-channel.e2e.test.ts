@@ -56,7 +56,10 @@ const url = (service: TestService) => `${service.url}${unitConvert.path}`;
 const input = unitConvert.example.input;
 type Hex = `0x${string}`;
 
-/** Self mode against this file's chain, vouchers on, no claim before the graceful stop's (claims are counted). */
+/**
+ * Self mode against this file's chain, vouchers on, no claim before the graceful stop's (claims are counted):
+ * the timer and the threshold are both beyond what these runs charge, so the only claim is the stop's.
+ */
 const selfMode = (chain: LocalChain, settlerKey: Hex, extra: Record<string, string> = {}) => ({
   PAYMENT_MODE: "self",
   X402_SETTLER_PRIVATE_KEY: settlerKey,
@@ -65,6 +68,7 @@ const selfMode = (chain: LocalChain, settlerKey: Hex, extra: Record<string, stri
   X402_VOUCHERS: "on",
   X402_VOUCHER_MIN_DEPOSIT: MIN_DEPOSIT,
   X402_VOUCHER_CLAIM_INTERVAL_MS: String(24 * 3600 * 1000),
+  X402_VOUCHER_CLAIM_THRESHOLD: String(BigInt(MIN_DEPOSIT) * 1000n),
   ...extra,
 });
 
