@@ -27,7 +27,7 @@ import type { AddressInfo } from "node:net";
  * queued behind them unclaimed) without a switch in the service.
  */
 
-const FIXTURES = new URL("../fixtures/research", import.meta.url);
+const FIXTURES = new URL("../fixtures/research/", import.meta.url);
 
 /** A recorded answer, as the bytes on file. */
 export const fixtureText = (name: string) => fs.readFileSync(new URL(name, FIXTURES), "utf8");

@@ -4,7 +4,7 @@ import { closeAfterWriting, openForWriting } from "./database.ts";
 import { ingestFromDirectory } from "./ingest.ts";
 
 /** The five real study records the repository ships (ClinicalTrials.gov records are US public domain). */
-export const SAMPLE_DIR = fileURLToPath(new URL("../../../data/clinical-trials-sample", import.meta.url));
+export const SAMPLE_DIR = fileURLToPath(new URL("../../../data/clinical-trials-sample/", import.meta.url));
 
 /**
  * Builds the sample database at `file` from the shipped records, so the operation answers out of
