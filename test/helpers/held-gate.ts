@@ -103,6 +103,16 @@ export class ModelChain implements TokenTransfers {
     this.blocks.push({ ...(sender ? { from: sender } : {}), ...(receiver ? { to: receiver } : {}), amount });
   }
 
+  /** evm_revert: the blocks after `block` are gone (their transfers undone); later transfers reuse their numbers. */
+  revertTo(block: bigint): void {
+    this.blocks.length = Number(block);
+    this.balances.clear();
+    for (const moved of this.blocks) {
+      if (moved.from) this.balances.set(moved.from, this.balance(moved.from) - moved.amount);
+      if (moved.to) this.balances.set(moved.to, this.balance(moved.to) + moved.amount);
+    }
+  }
+
   async latestBlock(): Promise<bigint> {
     return BigInt(this.blocks.length);
   }

@@ -68,6 +68,9 @@ export class PayerCover implements TokenBalances {
   /** Acts on every transfer up to the latest block; returns that block. */
   async catchUp(): Promise<bigint> {
     const latest = await this.options.chain.latestBlock();
+    // The chain went back (a reorg, evm_revert): the blocks read past `latest` are gone, and their numbers
+    // will carry other transfers, which no log range from `checkedThrough` would ever read; check everyone.
+    if (this.checkedThrough !== undefined && latest < this.checkedThrough) this.checkedThrough = undefined;
     while (this.checkedThrough === undefined || this.checkedThrough < latest) {
       if (!this.checking) {
         this.checking = this.checkThrough(latest).finally(() => {
@@ -85,27 +88,45 @@ export class PayerCover implements TokenBalances {
   }
 
   private async checkThrough(latest: bigint): Promise<void> {
-    const { store, chain, network } = this.options;
-    const from = this.checkedThrough === undefined ? undefined : this.checkedThrough + 1n;
+    const { store, network, log } = this.options;
+    const base = this.checkedThrough;
+    const from = base === undefined ? undefined : base + 1n;
     const accounts = await store.payersWithUnfinishedPayments(network);
     let suspects = accounts;
     if (from !== undefined && latest - from < MAX_LOG_RANGE) {
-      const byAsset = new Map<string, PayerAccount[]>();
-      for (const account of accounts)
-        byAsset.set(account.asset, [...(byAsset.get(account.asset) ?? []), account]);
-      suspects = [...this.short.values()];
-      for (const [asset, ofAsset] of byAsset) {
-        const senders = await chain.sendersAmong(
-          asset as `0x${string}`,
-          ofAsset.map((account) => account.payer as `0x${string}`),
-          from,
-          latest,
-        );
-        suspects.push(...ofAsset.filter((account) => senders.has(account.payer.toLowerCase())));
-      }
+      // A node may refuse the logs (a result cap a payer's flood of transfers exceeds, a range it does not
+      // serve): every payer is checked instead, or every held admission would fail until the range grew past
+      // MAX_LOG_RANGE.
+      suspects = await this.sendersOf(accounts, from, latest).catch((error: unknown) => {
+        log.warn({ err: error, from, latest }, "transfer logs refused: every payer is checked instead");
+        return accounts;
+      });
     }
     await this.checkAll(suspects, latest);
-    if (this.checkedThrough === undefined || this.checkedThrough < latest) this.checkedThrough = latest;
+    // Not past a chain that went back while this check ran: the next one starts over.
+    if (this.checkedThrough === base && (base === undefined || base < latest)) this.checkedThrough = latest;
+  }
+
+  /** Of `accounts`, those that sent their asset in blocks from..latest, with the payers still short. */
+  private async sendersOf(
+    accounts: readonly PayerAccount[],
+    from: bigint,
+    latest: bigint,
+  ): Promise<PayerAccount[]> {
+    const byAsset = new Map<string, PayerAccount[]>();
+    for (const account of accounts)
+      byAsset.set(account.asset, [...(byAsset.get(account.asset) ?? []), account]);
+    const suspects = [...this.short.values()];
+    for (const [asset, ofAsset] of byAsset) {
+      const senders = await this.options.chain.sendersAmong(
+        asset as `0x${string}`,
+        ofAsset.map((account) => account.payer as `0x${string}`),
+        from,
+        latest,
+      );
+      suspects.push(...ofAsset.filter((account) => senders.has(account.payer.toLowerCase())));
+    }
+    return suspects;
   }
 
   private async checkAll(accounts: readonly PayerAccount[], block: bigint): Promise<void> {
