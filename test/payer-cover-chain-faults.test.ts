@@ -91,3 +91,40 @@ describe("the cover watch on a misbehaving chain", () => {
     expect((await store.jobs.get(job))?.error?.code).toBe("payment_unpayable");
   });
 });
+
+/** A chain that, as an admission reads a payer's balance, lets that payer's transfer land and the watch look. */
+class RacedChain extends ModelChain {
+  raceOnce?: (holder: string) => Promise<void>;
+  override async balanceOf(asset: `0x${string}`, holder: `0x${string}`, block?: bigint): Promise<bigint> {
+    const balance = await super.balanceOf(asset, holder, block);
+    const race = this.raceOnce;
+    if (race && block !== undefined) {
+      this.raceOnce = undefined;
+      await race(holder);
+    }
+    return balance;
+  }
+}
+
+describe("the cover watch against an admission in flight", () => {
+  it("a transfer landing while an admission reserves (the watch looked between its balance read and its reservation) still releases the job", async () => {
+    const chain = new RacedChain();
+    const { store, cover, gate, brief } = stand(chain);
+    const [a, b] = [payerAddress(81), payerAddress(82)];
+    chain.fund(a, BRIEF_PRICE);
+    await cover.catchUp();
+    chain.raceOnce = async (holder) => {
+      chain.transfer(holder, b, BRIEF_PRICE);
+      await cover.catchUp();
+    };
+    const first = await httpOutcome(gate, brief(briefPayment(a, 1)));
+    expect(first.status).toBe(202);
+    expect(chain.balance(a)).toBe(0n);
+    const second = await httpOutcome(gate, brief(briefPayment(b, 1)));
+    expect(second.status).toBe(202);
+    chain.fund(payerAddress(83), 1n);
+    await cover.catchUp();
+    const jobA = JSON.parse(first.body).jobId as string;
+    expect((await store.jobs.get(jobA))?.error?.code).toBe("payment_unpayable");
+  });
+});

@@ -10,6 +10,12 @@ import { SweepLoop } from "./sweep-loop.ts";
 const WATCH_INTERVAL_MS = 1000;
 /** Beyond this many blocks unseen (a restart, a long stall), every payer is checked instead of the logs read. */
 const MAX_LOG_RANGE = 2000n;
+/**
+ * How long a payer whose balance an admission read stays watched from that block: the admission reserves
+ * after the read, so a look in between does not find the payer among those with unfinished payments, and
+ * its transfer in that gap would otherwise never be read.
+ */
+const ADMISSION_WATCH_MS = 60_000;
 /** Payers checked side by side (one balanceOf and one ledger read each). */
 const CHECK_CONCURRENCY = 4;
 /** A job not yet run, or running: released (failed unrun, or stopped) when its payment is no longer covered. */
@@ -25,6 +31,8 @@ export interface PayerCoverOptions {
   log: Logger;
   /** Told when jobs were released, so their payments are let go at once (the held-payment settler). */
   onReleased?: () => void;
+  /** The clock of ADMISSION_WATCH_MS. */
+  now?: () => number;
 }
 
 /**
@@ -46,6 +54,8 @@ export class PayerCover implements TokenBalances {
   private checking: Promise<void> | undefined;
   /** Payers still short after a check (their excess could not be released yet): checked again each look. */
   private readonly short = new Map<string, PayerAccount>();
+  /** Payers whose balance was read for an admission: the earliest block read, watched until `until`. */
+  private readonly admitting = new Map<string, { account: PayerAccount; readAt: bigint; until: number }>();
 
   constructor(private readonly options: PayerCoverOptions) {
     this.loop = new SweepLoop(() => this.look(), WATCH_INTERVAL_MS, options.log, "payer cover watch");
@@ -62,6 +72,13 @@ export class PayerCover implements TokenBalances {
   /** The holder's balance at the latest block, once every transfer up to that block has been acted on. */
   async balanceOf(asset: `0x${string}`, holder: `0x${string}`): Promise<bigint> {
     const block = await this.catchUp();
+    const key = `${holder}:${asset}`.toLowerCase();
+    const earlier = this.admitting.get(key);
+    this.admitting.set(key, {
+      account: { payer: holder, network: this.options.network, asset },
+      readAt: earlier && earlier.readAt < block ? earlier.readAt : block,
+      until: this.now() + ADMISSION_WATCH_MS,
+    });
     return this.options.chain.balanceOf(asset, holder, block);
   }
 
@@ -82,6 +99,10 @@ export class PayerCover implements TokenBalances {
     return latest;
   }
 
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
   private async look(): Promise<void> {
     const block = await this.catchUp();
     await this.checkAll([...this.short.values()], block);
@@ -92,14 +113,31 @@ export class PayerCover implements TokenBalances {
     const base = this.checkedThrough;
     const from = base === undefined ? undefined : base + 1n;
     const accounts = await store.payersWithUnfinishedPayments(network);
-    let suspects = accounts;
-    if (from !== undefined && latest - from < MAX_LOG_RANGE) {
+    const now = this.now();
+    for (const [key, entry] of this.admitting) if (entry.until < now) this.admitting.delete(key);
+    const admitting = [...this.admitting.values()];
+    const watched = [...accounts, ...admitting.map((entry) => entry.account)];
+    // Payers being admitted are read from the block their balance was read at, at every look while watched.
+    let admittedFrom = latest + 1n;
+    for (const { readAt } of admitting) if (readAt < admittedFrom) admittedFrom = readAt + 1n;
+    let suspects = watched;
+    if (from !== undefined && latest - admittedFrom < MAX_LOG_RANGE && latest - from < MAX_LOG_RANGE) {
       // A node may refuse the logs (a result cap a payer's flood of transfers exceeds, a range it does not
       // serve): every payer is checked instead, or every held admission would fail until the range grew past
       // MAX_LOG_RANGE.
-      suspects = await this.sendersOf(accounts, from, latest).catch((error: unknown) => {
+      const senders = async () => [
+        ...(await this.sendersOf(accounts, from, latest)),
+        ...(admittedFrom <= latest
+          ? await this.sendersOf(
+              admitting.map((entry) => entry.account),
+              admittedFrom,
+              latest,
+            )
+          : []),
+      ];
+      suspects = await senders().catch((error: unknown) => {
         log.warn({ err: error, from, latest }, "transfer logs refused: every payer is checked instead");
-        return accounts;
+        return watched;
       });
     }
     await this.checkAll(suspects, latest);
