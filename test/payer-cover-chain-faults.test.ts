@@ -4,6 +4,7 @@ import path from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { PayerCover } from "../src/payments/resource-server/payer-cover.ts";
+import type { AuthorizationChecker } from "../src/payments/settler/authorization-state.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { httpOutcome } from "./helpers/gate-stand-ins.ts";
 import {
@@ -38,14 +39,14 @@ afterEach(async () => {
   }
 });
 
-function stand(chain: ModelChain) {
+function stand(chain: ModelChain, authorizations: AuthorizationChecker = chain.authorizations) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "utility402-cover-faults-"));
   const store = new SqliteStore(path.join(dir, "store.sqlite"));
   const cover = new PayerCover({
     store,
     chain,
     network: briefRequirements.network,
-    authorizations: chain.authorizations,
+    authorizations,
     log: pino({ level: "silent" }),
   });
   const { gate, brief } = heldGate({ store, chain, maxHeldPerPayer: 3, balances: cover });
@@ -126,5 +127,40 @@ describe("the cover watch against an admission in flight", () => {
     await cover.catchUp();
     const jobA = JSON.parse(first.body).jobId as string;
     expect((await store.jobs.get(jobA))?.error?.code).toBe("payment_unpayable");
+  });
+});
+
+describe("the cover watch when the token cannot say whether a settlement landed", () => {
+  it("a ready job's settlement landed and authorizationState fails: the payer's other job, which it covers, is not released", async () => {
+    const chain = new ModelChain();
+    let tokenDown = false;
+    const authorizations = chain.authorizations;
+    const flaky = {
+      check: async (query: Parameters<typeof authorizations.check>[0]) => {
+        if (tokenDown) throw new Error("authorizationState: upstream timed out");
+        return authorizations.check(query);
+      },
+    };
+    const { store, cover, gate, brief } = stand(chain, flaky);
+    const payer = payerAddress(91);
+    chain.fund(payer, 2n * BRIEF_PRICE);
+    const answers = [];
+    for (const nonce of [1, 2]) answers.push(await httpOutcome(gate, brief(briefPayment(payer, nonce))));
+    const [older, newer] = answers.map((answer) => JSON.parse(answer.body).jobId as string);
+    await cover.catchUp();
+    const claimed = await store.jobs.claim("worker", ["research-brief"], 60_000);
+    expect(claimed?.id).toBe(older);
+    expect(await store.jobs.complete(older as string, "worker", { brief: "done" })).toBe(true);
+    const record = await store.getPayment(claimed?.paymentKey as string);
+    tokenDown = true;
+    expect(chain.settle(record?.held?.payload as never)).toBeDefined();
+    await cover.catchUp();
+    expect(chain.balance(payer)).toBe(BRIEF_PRICE);
+    expect((await store.jobs.get(newer as string))?.state).toBe("queued");
+    // The token answers again: the payer is looked at again and still covers its job.
+    tokenDown = false;
+    chain.fund(payerAddress(92), 1n);
+    await cover.catchUp();
+    expect((await store.jobs.get(newer as string))?.state).toBe("queued");
   });
 });

@@ -192,8 +192,15 @@ export class PayerCover implements TokenBalances {
     ]);
     let owed = 0n;
     for (const payment of payments) {
-      if (!RELEASABLE.has(payment.jobState) && (await this.stillOwed(account, payment)))
-        owed += BigInt(payment.amount);
+      if (RELEASABLE.has(payment.jobState)) continue;
+      const stillOwed = await this.stillOwed(account, payment);
+      // Unknown (the token could not be asked): a settlement that landed would count twice, with the
+      // balance it lowered, and release a job its payer covers; the payer is checked again at the next look.
+      if (stillOwed === undefined) {
+        this.short.set(key, account);
+        return 0;
+      }
+      if (stillOwed) owed += BigInt(payment.amount);
     }
     let released = 0;
     for (const payment of payments.filter((p) => RELEASABLE.has(p.jobState))) {
@@ -220,8 +227,11 @@ export class PayerCover implements TokenBalances {
     return released;
   }
 
-  /** A payment that cannot be released counts, unless it is a ready job's whose authorization was used already. */
-  private async stillOwed(account: PayerAccount, payment: UnfinishedPayment): Promise<boolean> {
+  /**
+   * A payment that cannot be released counts, unless it is a ready job's whose authorization was used
+   * already; undefined when the token could not say.
+   */
+  private async stillOwed(account: PayerAccount, payment: UnfinishedPayment): Promise<boolean | undefined> {
     if (payment.jobState === "failed") return false;
     if (payment.jobState !== "ready" || !this.options.authorizations) return true;
     const onChain = await this.options.authorizations
@@ -232,7 +242,7 @@ export class PayerCover implements TokenBalances {
         payTo: payment.payTo as `0x${string}`,
         amount: BigInt(payment.amount),
       })
-      .catch(() => ({ state: "unused" as const }));
-    return onChain.state === "unused";
+      .catch(() => undefined);
+    return onChain && onChain.state === "unused";
   }
 }
