@@ -73,6 +73,8 @@ export class PayerCover implements TokenBalances {
   async balanceOf(asset: `0x${string}`, holder: `0x${string}`): Promise<bigint> {
     const block = await this.catchUp();
     const key = `${holder}:${asset}`.toLowerCase();
+    // Pruned here too: a stalled chain (no new block, no look) must not let admissions grow the map.
+    this.stillAdmitting();
     const earlier = this.admitting.get(key);
     this.admitting.set(key, {
       account: { payer: holder, network: this.options.network, asset },
@@ -99,6 +101,13 @@ export class PayerCover implements TokenBalances {
     return latest;
   }
 
+  /** The payers being admitted still watched, the others forgotten. */
+  private stillAdmitting() {
+    const now = this.now();
+    for (const [key, entry] of this.admitting) if (entry.until < now) this.admitting.delete(key);
+    return [...this.admitting.values()];
+  }
+
   private now(): number {
     return (this.options.now ?? Date.now)();
   }
@@ -113,9 +122,7 @@ export class PayerCover implements TokenBalances {
     const base = this.checkedThrough;
     const from = base === undefined ? undefined : base + 1n;
     const accounts = await store.payersWithUnfinishedPayments(network);
-    const now = this.now();
-    for (const [key, entry] of this.admitting) if (entry.until < now) this.admitting.delete(key);
-    const admitting = [...this.admitting.values()];
+    const admitting = this.stillAdmitting();
     const watched = [...accounts, ...admitting.map((entry) => entry.account)];
     // Payers being admitted are read from the block their balance was read at, at every look while watched.
     let admittedFrom = latest + 1n;
