@@ -117,12 +117,23 @@ export class ModelChain implements TokenTransfers {
     return BigInt(this.blocks.length);
   }
 
+  /**
+   * Run once, at the next balance read at a block (an admission's, through the cover watch), after the
+   * balance was read: what lands on the chain between an admission's read and its reservation.
+   */
+  duringBalanceRead?: (holder: `0x${string}`) => Promise<void>;
+
   async balanceOf(_asset: `0x${string}`, holder: `0x${string}`, block?: bigint): Promise<bigint> {
     const who = holder.toLowerCase();
     let balance = 0n;
     for (const moved of this.blocks.slice(0, block === undefined ? undefined : Number(block))) {
       if (moved.to === who) balance += moved.amount;
       if (moved.from === who) balance -= moved.amount;
+    }
+    const during = this.duringBalanceRead;
+    if (during && block !== undefined) {
+      this.duringBalanceRead = undefined;
+      await during(holder);
     }
     return balance;
   }
