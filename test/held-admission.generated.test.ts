@@ -39,7 +39,8 @@ const PAYERS = [1, 2, 3].map(payerAddress);
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
 type Step =
-  | { kind: "flood"; payer: number; count: number }
+  /** `raced`: the payer's USDC leaves between one admission's balance read and its reservation, as the watch looks. */
+  | { kind: "flood"; payer: number; count: number; raced: boolean }
   | { kind: "fund"; payer: number; briefs: number }
   | { kind: "settle" | "release" | "replay"; pick: number }
   | { kind: "wait"; minutes: number }
@@ -54,6 +55,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       kind: fc.constant("flood" as const),
       payer: fc.nat(2),
       count: fc.integer({ min: 1, max: 12 }),
+      raced: fc.boolean(),
     }),
   },
   {
@@ -203,6 +205,13 @@ async function runScenario(engine: Engine, steps: Step[]): Promise<void> {
           break;
         case "flood": {
           const payer = PAYERS[current.payer] as `0x${string}`;
+          let moved = 0n;
+          if (current.raced) {
+            chain.duringBalanceRead = async () => {
+              moved = chain.transfer(payer, undefined, BRIEF_PRICE);
+              await Promise.all(instances.map((instance) => instance.cover.catchUp()));
+            };
+          }
           const before = chain.balance(payer);
           const batch = Array.from({ length: current.count }, (_, i) => {
             const header = briefPayment(payer, ++nonce, now());
@@ -217,8 +226,14 @@ async function runScenario(engine: Engine, steps: Step[]): Promise<void> {
             });
           });
           await Promise.all(batch);
+          if (current.raced) {
+            chain.duringBalanceRead = undefined;
+            // The next block comes, and the watches look at it.
+            chain.fund(payerAddress(99), 1n);
+            await Promise.all(instances.map((instance) => instance.cover.catchUp()));
+          }
           // Accepting a job sends nothing to the chain.
-          expect(chain.balance(payer)).toBe(before);
+          expect(chain.balance(payer)).toBe(before - moved);
           unseenTransfer = false;
           break;
         }

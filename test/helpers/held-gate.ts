@@ -103,9 +103,25 @@ export class ModelChain implements TokenTransfers {
     this.blocks.push({ ...(sender ? { from: sender } : {}), ...(receiver ? { to: receiver } : {}), amount });
   }
 
+  /** evm_revert: the blocks after `block` are gone (their transfers undone); later transfers reuse their numbers. */
+  revertTo(block: bigint): void {
+    this.blocks.length = Number(block);
+    this.balances.clear();
+    for (const moved of this.blocks) {
+      if (moved.from) this.balances.set(moved.from, this.balance(moved.from) - moved.amount);
+      if (moved.to) this.balances.set(moved.to, this.balance(moved.to) + moved.amount);
+    }
+  }
+
   async latestBlock(): Promise<bigint> {
     return BigInt(this.blocks.length);
   }
+
+  /**
+   * Run once, at the next balance read at a block (an admission's, through the cover watch), after the
+   * balance was read: what lands on the chain between an admission's read and its reservation.
+   */
+  duringBalanceRead?: (holder: `0x${string}`) => Promise<void>;
 
   async balanceOf(_asset: `0x${string}`, holder: `0x${string}`, block?: bigint): Promise<bigint> {
     const who = holder.toLowerCase();
@@ -113,6 +129,11 @@ export class ModelChain implements TokenTransfers {
     for (const moved of this.blocks.slice(0, block === undefined ? undefined : Number(block))) {
       if (moved.to === who) balance += moved.amount;
       if (moved.from === who) balance -= moved.amount;
+    }
+    const during = this.duringBalanceRead;
+    if (during && block !== undefined) {
+      this.duringBalanceRead = undefined;
+      await during(holder);
     }
     return balance;
   }

@@ -10,6 +10,12 @@ import { SweepLoop } from "./sweep-loop.ts";
 const WATCH_INTERVAL_MS = 1000;
 /** Beyond this many blocks unseen (a restart, a long stall), every payer is checked instead of the logs read. */
 const MAX_LOG_RANGE = 2000n;
+/**
+ * How long a payer whose balance an admission read stays watched from that block: the admission reserves
+ * after the read, so a look in between does not find the payer among those with unfinished payments, and
+ * its transfer in that gap would otherwise never be read.
+ */
+const ADMISSION_WATCH_MS = 60_000;
 /** Payers checked side by side (one balanceOf and one ledger read each). */
 const CHECK_CONCURRENCY = 4;
 /** A job not yet run, or running: released (failed unrun, or stopped) when its payment is no longer covered. */
@@ -25,6 +31,8 @@ export interface PayerCoverOptions {
   log: Logger;
   /** Told when jobs were released, so their payments are let go at once (the held-payment settler). */
   onReleased?: () => void;
+  /** The clock of ADMISSION_WATCH_MS. */
+  now?: () => number;
 }
 
 /**
@@ -46,6 +54,8 @@ export class PayerCover implements TokenBalances {
   private checking: Promise<void> | undefined;
   /** Payers still short after a check (their excess could not be released yet): checked again each look. */
   private readonly short = new Map<string, PayerAccount>();
+  /** Payers whose balance was read for an admission: the earliest block read, watched until `until`. */
+  private readonly admitting = new Map<string, { account: PayerAccount; readAt: bigint; until: number }>();
 
   constructor(private readonly options: PayerCoverOptions) {
     this.loop = new SweepLoop(() => this.look(), WATCH_INTERVAL_MS, options.log, "payer cover watch");
@@ -62,12 +72,24 @@ export class PayerCover implements TokenBalances {
   /** The holder's balance at the latest block, once every transfer up to that block has been acted on. */
   async balanceOf(asset: `0x${string}`, holder: `0x${string}`): Promise<bigint> {
     const block = await this.catchUp();
+    const key = `${holder}:${asset}`.toLowerCase();
+    // Pruned here too: a stalled chain (no new block, no look) must not let admissions grow the map.
+    this.stillAdmitting();
+    const earlier = this.admitting.get(key);
+    this.admitting.set(key, {
+      account: { payer: holder, network: this.options.network, asset },
+      readAt: earlier && earlier.readAt < block ? earlier.readAt : block,
+      until: this.now() + ADMISSION_WATCH_MS,
+    });
     return this.options.chain.balanceOf(asset, holder, block);
   }
 
   /** Acts on every transfer up to the latest block; returns that block. */
   async catchUp(): Promise<bigint> {
     const latest = await this.options.chain.latestBlock();
+    // The chain went back (a reorg, evm_revert): the blocks read past `latest` are gone, and their numbers
+    // will carry other transfers, which no log range from `checkedThrough` would ever read; check everyone.
+    if (this.checkedThrough !== undefined && latest < this.checkedThrough) this.checkedThrough = undefined;
     while (this.checkedThrough === undefined || this.checkedThrough < latest) {
       if (!this.checking) {
         this.checking = this.checkThrough(latest).finally(() => {
@@ -79,33 +101,77 @@ export class PayerCover implements TokenBalances {
     return latest;
   }
 
+  /** The payers being admitted still watched, the others forgotten. */
+  private stillAdmitting() {
+    const now = this.now();
+    for (const [key, entry] of this.admitting) if (entry.until < now) this.admitting.delete(key);
+    return [...this.admitting.values()];
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
   private async look(): Promise<void> {
     const block = await this.catchUp();
     await this.checkAll([...this.short.values()], block);
   }
 
   private async checkThrough(latest: bigint): Promise<void> {
-    const { store, chain, network } = this.options;
-    const from = this.checkedThrough === undefined ? undefined : this.checkedThrough + 1n;
+    const { store, network, log } = this.options;
+    const base = this.checkedThrough;
+    const from = base === undefined ? undefined : base + 1n;
     const accounts = await store.payersWithUnfinishedPayments(network);
-    let suspects = accounts;
-    if (from !== undefined && latest - from < MAX_LOG_RANGE) {
-      const byAsset = new Map<string, PayerAccount[]>();
-      for (const account of accounts)
-        byAsset.set(account.asset, [...(byAsset.get(account.asset) ?? []), account]);
-      suspects = [...this.short.values()];
-      for (const [asset, ofAsset] of byAsset) {
-        const senders = await chain.sendersAmong(
-          asset as `0x${string}`,
-          ofAsset.map((account) => account.payer as `0x${string}`),
-          from,
-          latest,
-        );
-        suspects.push(...ofAsset.filter((account) => senders.has(account.payer.toLowerCase())));
-      }
+    const admitting = this.stillAdmitting();
+    const watched = [...accounts, ...admitting.map((entry) => entry.account)];
+    // Payers being admitted are read from the block their balance was read at, at every look while watched.
+    let admittedFrom = latest + 1n;
+    for (const { readAt } of admitting) if (readAt < admittedFrom) admittedFrom = readAt + 1n;
+    let suspects = watched;
+    if (from !== undefined && latest - admittedFrom < MAX_LOG_RANGE && latest - from < MAX_LOG_RANGE) {
+      // A node may refuse the logs (a result cap a payer's flood of transfers exceeds, a range it does not
+      // serve): every payer is checked instead, or every held admission would fail until the range grew past
+      // MAX_LOG_RANGE.
+      const senders = async () => [
+        ...(await this.sendersOf(accounts, from, latest)),
+        ...(admittedFrom <= latest
+          ? await this.sendersOf(
+              admitting.map((entry) => entry.account),
+              admittedFrom,
+              latest,
+            )
+          : []),
+      ];
+      suspects = await senders().catch((error: unknown) => {
+        log.warn({ err: error, from, latest }, "transfer logs refused: every payer is checked instead");
+        return watched;
+      });
     }
     await this.checkAll(suspects, latest);
-    if (this.checkedThrough === undefined || this.checkedThrough < latest) this.checkedThrough = latest;
+    // Not past a chain that went back while this check ran: the next one starts over.
+    if (this.checkedThrough === base && (base === undefined || base < latest)) this.checkedThrough = latest;
+  }
+
+  /** Of `accounts`, those that sent their asset in blocks from..latest, with the payers still short. */
+  private async sendersOf(
+    accounts: readonly PayerAccount[],
+    from: bigint,
+    latest: bigint,
+  ): Promise<PayerAccount[]> {
+    const byAsset = new Map<string, PayerAccount[]>();
+    for (const account of accounts)
+      byAsset.set(account.asset, [...(byAsset.get(account.asset) ?? []), account]);
+    const suspects = [...this.short.values()];
+    for (const [asset, ofAsset] of byAsset) {
+      const senders = await this.options.chain.sendersAmong(
+        asset as `0x${string}`,
+        ofAsset.map((account) => account.payer as `0x${string}`),
+        from,
+        latest,
+      );
+      suspects.push(...ofAsset.filter((account) => senders.has(account.payer.toLowerCase())));
+    }
+    return suspects;
   }
 
   private async checkAll(accounts: readonly PayerAccount[], block: bigint): Promise<void> {
@@ -133,8 +199,15 @@ export class PayerCover implements TokenBalances {
     ]);
     let owed = 0n;
     for (const payment of payments) {
-      if (!RELEASABLE.has(payment.jobState) && (await this.stillOwed(account, payment)))
-        owed += BigInt(payment.amount);
+      if (RELEASABLE.has(payment.jobState)) continue;
+      const stillOwed = await this.stillOwed(account, payment);
+      // Unknown (the token could not be asked): a settlement that landed would count twice, with the
+      // balance it lowered, and release a job its payer covers; the payer is checked again at the next look.
+      if (stillOwed === undefined) {
+        this.short.set(key, account);
+        return 0;
+      }
+      if (stillOwed) owed += BigInt(payment.amount);
     }
     let released = 0;
     for (const payment of payments.filter((p) => RELEASABLE.has(p.jobState))) {
@@ -161,8 +234,11 @@ export class PayerCover implements TokenBalances {
     return released;
   }
 
-  /** A payment that cannot be released counts, unless it is a ready job's whose authorization was used already. */
-  private async stillOwed(account: PayerAccount, payment: UnfinishedPayment): Promise<boolean> {
+  /**
+   * A payment that cannot be released counts, unless it is a ready job's whose authorization was used
+   * already; undefined when the token could not say.
+   */
+  private async stillOwed(account: PayerAccount, payment: UnfinishedPayment): Promise<boolean | undefined> {
     if (payment.jobState === "failed") return false;
     if (payment.jobState !== "ready" || !this.options.authorizations) return true;
     const onChain = await this.options.authorizations
@@ -173,7 +249,7 @@ export class PayerCover implements TokenBalances {
         payTo: payment.payTo as `0x${string}`,
         amount: BigInt(payment.amount),
       })
-      .catch(() => ({ state: "unused" as const }));
-    return onChain.state === "unused";
+      .catch(() => undefined);
+    return onChain && onChain.state === "unused";
   }
 }

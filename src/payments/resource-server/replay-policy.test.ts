@@ -57,6 +57,22 @@ describe("what a repeat of a final payment gets", () => {
       { ageMs: MIN, awaitingClient: true },
       "needs-token",
     ],
+    // The sweeper settled it after its client was told to retry: that client never saw the token.
+    [
+      "its first caller, awaiting its client, three minutes later",
+      { ageMs: 3 * MIN, awaitingClient: true, firstCaller: true },
+      "serve",
+    ],
+    [
+      "its first caller, awaiting its client, after the hour",
+      { ageMs: PRODUCT_REPLAY_WINDOW_MS + 1, awaitingClient: true, firstCaller: true },
+      "serve",
+    ],
+    [
+      "someone else, awaiting its client, three minutes later, without the token",
+      { ageMs: 3 * MIN, awaitingClient: true },
+      "needs-token",
+    ],
     [
       "anyone after the hour, even with the token",
       { ageMs: PRODUCT_REPLAY_WINDOW_MS + 1, tokenPresented: true },

@@ -52,7 +52,9 @@ export type ReplayVerdict = "serve" | "expired" | "needs-token";
 export function replayVerdict(facts: ReplayFacts): ReplayVerdict {
   if (facts.held) return "serve";
   if (facts.settledJob) return "expired";
-  if (facts.awaitingClient && facts.token === undefined) return "serve";
+  // A sold download its client never received: its token never reached anyone, so its first caller is who
+  // may still take it, however late; anyone else who read the payment from the chain still needs the token.
+  if (facts.awaitingClient && (facts.token === undefined || facts.firstCaller)) return "serve";
   const window = facts.soldDownload ? PRODUCT_REPLAY_WINDOW_MS : REPLAY_WINDOW_MS;
   if (facts.ageMs > window) return "expired";
   if (facts.token === undefined) return facts.ageMs > REPLAY_WINDOW_MS ? "expired" : "serve";
