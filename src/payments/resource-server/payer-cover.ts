@@ -77,7 +77,7 @@ export class PayerCover implements TokenBalances {
     this.stillAdmitting();
     const earlier = this.admitting.get(key);
     this.admitting.set(key, {
-      account: { payer: holder, network: this.options.network, asset },
+      account: { payer: holder.toLowerCase(), network: this.options.network, asset },
       readAt: earlier && earlier.readAt < block ? earlier.readAt : block,
       until: this.now() + ADMISSION_WATCH_MS,
     });
