@@ -3,12 +3,8 @@ import type { PaymentRequired } from "@x402/core/types";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { inputJsonSchema, outputJsonSchema } from "../contract/json-schema.ts";
 import type { AnyOperation } from "../contract/operation.ts";
-import {
-  briefExampleInput,
-  mcpToolResource,
-  type PaymentTerms,
-  shallowInputSchema,
-} from "../payments/resource-server/terms.ts";
+import { briefExampleInput, shallowInputSchema } from "../payments/resource-server/bazaar-declaration.ts";
+import { mcpToolResource, type PaymentTerms } from "../payments/resource-server/terms.ts";
 import { MCP_TRANSPORT } from "./endpoint.ts";
 
 /**

@@ -17,6 +17,7 @@ import { loadConfig } from "../../src/config.ts";
 import { defineOperation } from "../../src/contract/operation.ts";
 import { buildX402Manifest } from "../../src/documents/x402-manifest.ts";
 import { csvCleanup } from "../../src/operations/csv-cleanup/index.ts";
+import { bazaarDeclaration } from "../../src/payments/resource-server/bazaar-declaration.ts";
 import {
   DEV_OFFER_RECEIPT_KEY,
   OfferReceipts,
@@ -25,7 +26,6 @@ import {
 import { MAX_REASON_LENGTH, shortReason } from "../../src/payments/resource-server/short-reason.ts";
 import { SignedOffers } from "../../src/payments/resource-server/signed-offers.ts";
 import {
-  bazaarDeclaration,
   buildPaymentTerms,
   buildRouteTerms,
   MAX_PAYMENT_REQUIRED_BYTES,

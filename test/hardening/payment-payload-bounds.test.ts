@@ -2,8 +2,8 @@ import { PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import { describe, expect, it } from "vitest";
 import { OPERATIONS } from "../../src/catalog/registry.ts";
 import { toolDiscovery } from "../../src/mcp/tool-terms.ts";
+import { bazaarDeclaration } from "../../src/payments/resource-server/bazaar-declaration.ts";
 import { paymentBoundsProblem } from "../../src/payments/resource-server/payload-bounds.ts";
-import { bazaarDeclaration } from "../../src/payments/resource-server/terms.ts";
 import { decoded, standInPayment } from "../helpers/gate-stand-ins.ts";
 
 /** The payload bounds (src/payments/resource-server/payload-bounds.ts) leave room for every real payment. */

@@ -17,7 +17,7 @@ import {
 } from "../../src/payments/resource-server/offer-receipt.ts";
 import { SignedOffers } from "../../src/payments/resource-server/signed-offers.ts";
 import { buildRouteTerms, MAX_PAYMENT_REQUIRED_BYTES } from "../../src/payments/resource-server/terms.ts";
-import { corrective } from "../../src/payments/vouchers/voucher-gate.ts";
+import { corrective } from "../../src/payments/vouchers/voucher-corrective.ts";
 import {
   BATCH_SETTLEMENT,
   offersVouchers,

@@ -1,6 +1,5 @@
-import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { canonicalJson } from "../../canonical-json.ts";
 import { Problem } from "../../problem.ts";
 import type { StoredOutcome } from "../../store/store.ts";
@@ -9,7 +8,6 @@ import type {
   OnchainChannelState,
   VoucherChannelStore,
 } from "../../store/voucher-channels.ts";
-import { PAYMENT_REQUIRED_HEADER } from "../headers.ts";
 import {
   type GateOutcome,
   type KeptAnswers,
@@ -18,15 +16,14 @@ import {
   RetryLater,
 } from "../resource-server/paid-request.ts";
 import { requestFingerprint, sha256 } from "../resource-server/payment-identity.ts";
-import { headerPaymentRequired } from "../resource-server/signed-offers.ts";
 import type { PaymentTerms } from "../resource-server/terms.ts";
 import { type HandlerResult, VoucherCalls, type VoucherVerdict } from "./voucher-calls.ts";
+import { corrective } from "./voucher-corrective.ts";
 import { type CheckedVoucherPayload, checkVoucherPayload, onchainStateOf } from "./voucher-payload.ts";
 import { refundAnswerBody, VoucherRefunds } from "./voucher-refunds.ts";
 import { BATCH_SETTLEMENT } from "./voucher-terms.ts";
 import type { WithdrawalWatch } from "./withdrawal-watch.ts";
 
-const CUMULATIVE_AMOUNT_MISMATCH = "invalid_batch_settlement_evm_cumulative_amount_mismatch";
 const CHANNEL_BUSY = "invalid_batch_settlement_evm_channel_busy";
 const EXCEEDS_BALANCE = "invalid_batch_settlement_evm_cumulative_exceeds_balance";
 
@@ -276,56 +273,3 @@ const refusalMessage = (reason: string): string =>
   reason === EXCEEDS_BALANCE
     ? "the voucher's cumulative amount is above the channel's balance: deposit more (a deposit payload)"
     : `the batch-settlement payment was refused (${reason}); nothing was charged`;
-
-/**
- * The corrective 402: the client's voucher does not follow what this service charged (a lost state, an
- * old voucher). Its batch-settlement entry carries the channel as the service knows it (channelState)
- * and the latest voucher it holds (voucherState), from which the official client resumes.
- */
-export function corrective(terms: PaymentTerms, channel: ChannelRecord): Problem {
-  // Without the extensions (the Bazaar declaration, the identifier's): the client recovers from the
-  // batch-settlement entry and pays again from the terms it first read, and with the channel and voucher
-  // state the whole header would outgrow a proxy's 4 KB buffer (3,400 bytes at their largest).
-  const { extensions: _extensions, ...base } = headerPaymentRequired(terms);
-  const paymentRequired: PaymentRequired = {
-    ...base,
-    error: CUMULATIVE_AMOUNT_MISMATCH,
-    accepts: base.accepts.map((entry) =>
-      entry.scheme !== BATCH_SETTLEMENT
-        ? entry
-        : {
-            ...entry,
-            extra: {
-              ...entry.extra,
-              channelState: {
-                channelId: channel.channelId,
-                balance: channel.onchain?.balance ?? "0",
-                totalClaimed: channel.onchain?.totalClaimed ?? "0",
-                withdrawRequestedAt: channel.onchain?.withdrawRequestedAt ?? 0,
-                refundNonce: channel.onchain?.refundNonce ?? "0",
-                chargedCumulativeAmount: channel.chargedCumulativeAmount ?? "0",
-              },
-              ...(channel.signedMaxClaimable && channel.signature
-                ? {
-                    voucherState: {
-                      signedMaxClaimable: channel.signedMaxClaimable,
-                      signature: channel.signature,
-                    },
-                  }
-                : {}),
-            },
-          },
-    ),
-  };
-  return Problem.of(
-    "payment-rejected",
-    "the voucher's cumulative amount does not follow what this channel was charged; sign the next one from the channel state in PAYMENT-REQUIRED (nothing was charged)",
-    {
-      headers: {
-        [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(paymentRequired),
-        "cache-control": "no-store",
-      },
-      extensions: { reason: CUMULATIVE_AMOUNT_MISMATCH, ...paymentRequired },
-    },
-  );
-}
