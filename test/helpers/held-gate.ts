@@ -123,8 +123,12 @@ export class ModelChain implements TokenTransfers {
    */
   duringBalanceRead?: (holder: `0x${string}`) => Promise<void>;
 
+  /** Balance reads at a block: each comes after the cover watch caught up (an admission's or a look's). */
+  balanceReadsAtBlock = 0;
+
   async balanceOf(_asset: `0x${string}`, holder: `0x${string}`, block?: bigint): Promise<bigint> {
     const who = holder.toLowerCase();
+    if (block !== undefined) this.balanceReadsAtBlock++;
     let balance = 0n;
     for (const moved of this.blocks.slice(0, block === undefined ? undefined : Number(block))) {
       if (moved.to === who) balance += moved.amount;
