@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { PaymentPayload } from "@x402/core/types";
 import { computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
 import pino from "pino";
 import { privateKeyToAccount } from "viem/accounts";
@@ -14,34 +14,13 @@ import type { PaidRequest } from "../resource-server/paid-request.ts";
 import { RetryLater } from "../resource-server/paid-request.ts";
 import type { PaymentTerms } from "../resource-server/terms.ts";
 import { VoucherGate } from "./voucher-gate.ts";
+import { TEST_NETWORK, testChannelConfig, testVoucherQuote } from "./voucher-test-quote.ts";
 
 /** The voucher path of the gate on a real SQLite ledger, its facilitator counted, vouchers signed by the official client code. */
-const NETWORK = "eip155:8453" as const;
+const NETWORK = TEST_NETWORK;
 const payer = privateKeyToAccount(`0x${"11".repeat(32)}`);
-const quote: PaymentRequirements = {
-  scheme: "batch-settlement",
-  network: NETWORK,
-  asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-  amount: "10000",
-  payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
-  maxTimeoutSeconds: 120,
-  extra: {
-    receiverAuthorizer: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
-    withdrawDelay: 86_400,
-    name: "USD Coin",
-    version: "2",
-    minDeposit: "1000000",
-  },
-};
-const config = {
-  payer: payer.address,
-  payerAuthorizer: payer.address,
-  receiver: quote.payTo as `0x${string}`,
-  receiverAuthorizer: (quote.extra as { receiverAuthorizer: `0x${string}` }).receiverAuthorizer,
-  token: quote.asset as `0x${string}`,
-  withdrawDelay: 86_400,
-  salt: `0x${"00".repeat(32)}` as `0x${string}`,
-};
+const quote = testVoucherQuote;
+const config = testChannelConfig(payer);
 const channelId = computeChannelId(config, NETWORK).toLowerCase();
 const terms = {
   requirements: { ...quote, scheme: "exact" },

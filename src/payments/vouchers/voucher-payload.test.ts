@@ -1,39 +1,16 @@
-import type { PaymentRequirements } from "@x402/core/types";
 import { computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
 import fc from "fast-check";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { checkVoucherPayload } from "./voucher-payload.ts";
+import { TEST_NETWORK, testChannelConfig, testVoucherQuote } from "./voucher-test-quote.ts";
 
 /** Vouchers signed by the official `@x402/evm` client functions, checked by ours. */
-const NETWORK = "eip155:8453" as const;
+const NETWORK = TEST_NETWORK;
 const payer = privateKeyToAccount(`0x${"11".repeat(32)}`);
 const stranger = privateKeyToAccount(`0x${"22".repeat(32)}`);
-const requirements: PaymentRequirements = {
-  scheme: "batch-settlement",
-  network: NETWORK,
-  asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-  amount: "10000",
-  payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
-  maxTimeoutSeconds: 120,
-  extra: {
-    receiverAuthorizer: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
-    withdrawDelay: 86_400,
-    name: "USD Coin",
-    version: "2",
-    minDeposit: "1000000",
-  },
-};
-const extra = requirements.extra as { receiverAuthorizer: `0x${string}`; withdrawDelay: number };
-const goodConfig = {
-  payer: payer.address,
-  payerAuthorizer: payer.address,
-  receiver: requirements.payTo as `0x${string}`,
-  receiverAuthorizer: extra.receiverAuthorizer,
-  token: requirements.asset as `0x${string}`,
-  withdrawDelay: extra.withdrawDelay,
-  salt: `0x${"00".repeat(32)}` as `0x${string}`,
-};
+const requirements = testVoucherQuote;
+const goodConfig = testChannelConfig(payer);
 
 async function voucherPayload(
   config = goodConfig,
